@@ -1,0 +1,293 @@
+package state
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// SchemaVersion is the state.json schema this runr writes and reads. A file
+// with a higher version is refused as state_corrupt.
+const SchemaVersion = 1
+
+// Phases of the tick loop (DESIGN §2).
+const (
+	PhaseImplement  = "implement"
+	PhaseVerify     = "verify"
+	PhaseReview     = "review"
+	PhaseCheckpoint = "checkpoint"
+	PhaseFinalize   = "finalize"
+	PhaseStopped    = "stopped"
+)
+
+// Milestone statuses.
+const (
+	MilestonePending    = "pending"
+	MilestoneInProgress = "in_progress"
+	MilestoneApproved   = "approved"
+	MilestoneFailed     = "failed"
+	MilestoneRejected   = "rejected"
+)
+
+// Attempt outcomes (DESIGN §2, outcomes table).
+const (
+	OutcomeApproved   = "approved"
+	OutcomeIncomplete = "incomplete"
+	OutcomeFailed     = "failed"
+	OutcomeRejected   = "rejected"
+	OutcomeStopped    = "stopped" // the attempt ended with a stop (timeout, signal, blocked...)
+)
+
+// State is state.json: everything runr knows about one run.
+type State struct {
+	SchemaVersion  int             `json:"schema_version"`
+	RunID          string          `json:"run_id"`
+	RunStatus      string          `json:"run_status"`
+	Phase          string          `json:"phase"`
+	Repo           string          `json:"repo"`
+	Worktree       string          `json:"worktree,omitempty"`
+	Branch         string          `json:"branch,omitempty"`
+	Task           Task            `json:"task"`
+	CreatedAt      time.Time       `json:"created_at"`
+	UpdatedAt      time.Time       `json:"updated_at"`
+	StoppedAt      *time.Time      `json:"stopped_at,omitempty"`
+	ElapsedMS      int64           `json:"elapsed_ms"`
+	Tick           int             `json:"tick"`
+	Iteration      int             `json:"iteration"`
+	Budget         Budget          `json:"budget"`
+	Milestones     []Milestone     `json:"milestones"`
+	MilestoneIndex int             `json:"milestone_index"` // 0-based index of the current milestone
+	Counters       Counters        `json:"counters"`
+	Conditions     []ConditionProg `json:"conditions"`
+	// LastProgressTick is the last tick that made progress (a changed tree,
+	// a check that went from failing to passing, an approval).
+	LastProgressTick   int            `json:"last_progress_tick"`
+	LastErrorSignature string         `json:"last_error_signature,omitempty"`
+	LastFailure        *Failure       `json:"last_failure,omitempty"`
+	TreeHash           string         `json:"tree_hash,omitempty"`
+	StartChanges       []string       `json:"start_changes,omitempty"` // paths dirty before the run (allowed with --allow-dirty, or the task/config files)
+	StartFiles         []string       `json:"start_files,omitempty"`   // paths watched by file_created that existed at start
+	Verify             []CheckResult  `json:"verify,omitempty"`        // the last verify, one per command
+	AgentProcess       *Process       `json:"agent_process,omitempty"` // the process running now, if any
+	Usage              Usage          `json:"usage"`
+	Statistics         Statistics     `json:"statistics"`
+	StopReason         *StopReason    `json:"stop_reason,omitempty"`
+	Resumable          bool           `json:"resumable"`
+	ResumeFrom         *ResumeFrom    `json:"resume_from,omitempty"`
+	AutoResume         AutoResume     `json:"auto_resume"`
+	Fingerprint        Fingerprint    `json:"fingerprint"`
+	Flags              Flags          `json:"flags"`
+	StopRequested      bool           `json:"stop_requested,omitempty"`
+	Extra              map[string]any `json:"extra,omitempty"`
+}
+
+// Task is what the run works on.
+type Task struct {
+	File   string `json:"file,omitempty"` // relative to the repository
+	Prompt string `json:"prompt"`         // the whole task text
+}
+
+// Budget is the run's budget as granted so far (resume adds to it).
+type Budget struct {
+	TimeMS        int64   `json:"time_ms"`
+	MaxTicks      int     `json:"max_ticks"`
+	MaxIterations int     `json:"max_iterations"`
+	MaxCostUSD    float64 `json:"max_cost_usd"`
+	MaxTokens     int64   `json:"max_tokens"`
+}
+
+// Milestone is one unchecked checklist item of the task (or the whole task).
+type Milestone struct {
+	Goal     string    `json:"goal"`
+	Status   string    `json:"status"`
+	Attempts []Attempt `json:"attempts"`
+	// Retries counts failed and rejected attempts since the milestone was
+	// started or the run was resumed; it is what max_milestone_retries judges.
+	Retries      int            `json:"retries"`
+	Edges        map[string]int `json:"edges,omitempty"` // backward edges within this milestone
+	ReviewRounds int            `json:"review_rounds,omitempty"`
+	TreeHash     string         `json:"tree_hash,omitempty"` // recorded at checkpoint
+	Commit       string         `json:"commit,omitempty"`
+}
+
+// Attempt is one implement (and its verify and review) of a milestone.
+type Attempt struct {
+	Tick           int     `json:"tick"`
+	Iteration      int     `json:"iteration"`
+	Outcome        string  `json:"outcome"`
+	ErrorSignature string  `json:"error_signature,omitempty"`
+	Error          string  `json:"error,omitempty"` // one line: what failed
+	DurationMS     int64   `json:"duration_ms"`
+	ExitCode       int     `json:"exit_code"`
+	CostUSD        float64 `json:"cost_usd"`
+	Log            string  `json:"log,omitempty"` // relative to the run dir
+}
+
+// Counters feed the stuck and failure rules.
+type Counters struct {
+	ConsecutiveFails int            `json:"consecutive_fails"`
+	SameError        int            `json:"same_error"`
+	Noop             int            `json:"noop"`
+	NoProgress       int            `json:"no_progress"`
+	Edges            map[string]int `json:"edges"`
+	TestFailStreak   int            `json:"test_failure_streak"`
+	Attempts         int            `json:"attempts"` // all attempts, for the circuit breaker
+}
+
+// ConditionProg is how close one rule is to firing.
+type ConditionProg struct {
+	Name     string  `json:"name"`
+	Progress float64 `json:"progress"`
+	Message  string  `json:"message"`
+}
+
+// Failure is the last failed check or agent call, for feedback and doctor.
+type Failure struct {
+	Tick      int    `json:"tick"`
+	Phase     string `json:"phase"`
+	Command   string `json:"command"`
+	ExitCode  int    `json:"exit_code"`
+	Tail      string `json:"tail"` // the last lines of its output
+	Signature string `json:"signature,omitempty"`
+	Log       string `json:"log,omitempty"`
+	Notes     string `json:"notes,omitempty"` // review notes
+}
+
+// CheckResult is one verify command's last result.
+type CheckResult struct {
+	Command  string `json:"command"`
+	Passed   bool   `json:"passed"`
+	ExitCode int    `json:"exit_code"`
+}
+
+// Process identifies a running process group so a crash can be cleaned up
+// without ever killing a recycled pid.
+type Process struct {
+	PID       int       `json:"pid"`
+	PGID      int       `json:"pgid"`
+	StartTime uint64    `json:"start_time"` // clock ticks since boot (/proc/PID/stat field 22)
+	StartedAt time.Time `json:"started_at"`
+	Phase     string    `json:"phase"`
+	Argv0     string    `json:"argv0"`
+}
+
+// Usage is what the agent consumed.
+type Usage struct {
+	CostUSD        float64 `json:"cost_usd"`
+	CostEstimated  bool    `json:"cost_estimated,omitempty"`
+	InputTokens    int64   `json:"input_tokens"`
+	OutputTokens   int64   `json:"output_tokens"`
+	AgentSessionID string  `json:"agent_session_id,omitempty"`
+}
+
+// Statistics summarise the milestones.
+type Statistics struct {
+	TotalMilestones  int     `json:"total_milestones"`
+	Attempted        int     `json:"attempted"`
+	Approved         int     `json:"approved"`
+	Rejected         int     `json:"rejected"`
+	Failed           int     `json:"failed"`
+	RetryRate        float64 `json:"retry_rate"`
+	RejectRate       float64 `json:"reject_rate"`
+	ConsecutiveFails int     `json:"consecutive_fails"`
+}
+
+// StopReason records why the run stopped.
+type StopReason struct {
+	Code           stopreasons.Code `json:"code"`
+	Condition      string           `json:"condition,omitempty"`
+	Value          any              `json:"value,omitempty"`
+	Threshold      any              `json:"threshold,omitempty"`
+	Message        string           `json:"message"`
+	ExitCode       int              `json:"exit_code"`
+	Family         string           `json:"family"`
+	Category       string           `json:"category"`
+	TerminalStatus string           `json:"terminal_status"`
+	Details        map[string]any   `json:"details,omitempty"`
+}
+
+// UnmarshalJSON accepts the bare-string stop_reason of older files.
+func (r *StopReason) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*r = StopReason{Code: stopreasons.Code(s)}
+		r.fill()
+		return nil
+	}
+	type plain StopReason
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*r = StopReason(p)
+	if r.Family == "" {
+		r.fill()
+	}
+	return nil
+}
+
+func (r *StopReason) fill() {
+	r.ExitCode = stopreasons.ExitCode(r.Code)
+	if reg, ok := stopreasons.Lookup(r.Code); ok {
+		r.Family = string(reg.Family)
+		r.Category = string(reg.Category)
+		if r.Message == "" {
+			r.Message = reg.Title
+		}
+	}
+}
+
+// NewStopReason builds a stop reason with the registry's fields filled in.
+func NewStopReason(code stopreasons.Code, approved int, message string) *StopReason {
+	r := &StopReason{Code: code, Message: message}
+	r.fill()
+	r.TerminalStatus = stopreasons.TerminalStatus(code, approved)
+	return r
+}
+
+// ResumeFrom says where a resume continues.
+type ResumeFrom struct {
+	Milestone int    `json:"milestone"` // 1-based
+	Phase     string `json:"phase"`
+}
+
+// AutoResume records the automatic resumes of the run.
+type AutoResume struct {
+	Count   int                `json:"count"`
+	History []AutoResumeRecord `json:"history"`
+}
+
+// AutoResumeRecord is one automatic resume.
+type AutoResumeRecord struct {
+	At     time.Time        `json:"at"`
+	Reason stopreasons.Code `json:"reason"`
+	WaitMS int64            `json:"wait_ms"`
+}
+
+// Fingerprint describes the environment the run started in.
+type Fingerprint struct {
+	RunrVersion  string `json:"runr_version"`
+	AgentPath    string `json:"agent_path,omitempty"`
+	AgentVersion string `json:"agent_version,omitempty"`
+	GitHead      string `json:"git_head,omitempty"`
+	ConfigHash   string `json:"config_hash"`
+}
+
+// Flags are the run's switches that resume keeps (and may add to).
+type Flags struct {
+	AllowDeps     bool `json:"allow_deps,omitempty"`
+	AllowDirty    bool `json:"allow_dirty,omitempty"`
+	ForceParallel bool `json:"force_parallel,omitempty"`
+	Worktree      bool `json:"worktree,omitempty"`
+}
+
+// Event is one line of timeline.jsonl.
+type Event struct {
+	Seq   int64          `json:"seq"`
+	TS    time.Time      `json:"ts"`
+	Type  string         `json:"type"`
+	Tick  int            `json:"tick"`
+	Phase string         `json:"phase,omitempty"`
+	Data  map[string]any `json:"data,omitempty"`
+}

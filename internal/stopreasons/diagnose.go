@@ -1,0 +1,113 @@
+package stopreasons
+
+import (
+	"fmt"
+	"strings"
+	"text/template"
+)
+
+// Details are the figures of one stop that fill a reason's templates.
+type Details struct {
+	RunID         string
+	Condition     string   // the rule or condition that fired
+	Value         string   // its value, formatted for people
+	Threshold     string   // its threshold, formatted for people
+	Message       string   // the evaluator's or the error's message
+	Milestone     int      // 1-based
+	MilestoneGoal string   //
+	Command       string   // the failing command or agent program
+	Signature     string   // an error signature
+	Files         []string // files a guard named
+	Other         string   // another run's id (collisions)
+	ResetAt       string   // when a rate limit resets
+	Tick          int      //
+	Approved      int      // milestones approved
+	Total         int      // milestones in all
+	Grant         string   // a suggested amount to grant on resume (--time 30m, --max-ticks 200)
+}
+
+var funcs = template.FuncMap{
+	"join":      strings.Join,
+	"shellJoin": ShellJoin,
+}
+
+// missing marks an empty field while rendering, so a next action that needs
+// it (a command without its run id) is left out instead of printed broken.
+const missing = "\x00"
+
+// Diagnose fills the reason's diagnosis template.
+func (r Reason) Diagnose(d Details) string {
+	return strings.TrimSpace(render(r.Diagnosis, d))
+}
+
+// Actions fills the next-action templates, leaving out any that needs a
+// figure the stop does not have.
+func (r Reason) Actions(d Details) []string {
+	probe := d
+	if probe.RunID == "" {
+		probe.RunID = missing
+	}
+	if probe.Other == "" {
+		probe.Other = missing
+	}
+	if probe.Grant == "" {
+		probe.Grant = missing
+	}
+	if len(probe.Files) == 0 {
+		probe.Files = []string{missing}
+	}
+	var out []string
+	for _, a := range r.NextActions {
+		s := render(a, probe)
+		if s == "" || strings.Contains(s, missing) {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// IsCommand reports whether a next action is a command to run as printed.
+func IsCommand(action string) bool {
+	return strings.HasPrefix(action, "runr ") || strings.HasPrefix(action, "git ")
+}
+
+func render(text string, d Details) string {
+	t, err := template.New("").Funcs(funcs).Parse(text)
+	if err != nil {
+		// The registry test parses every template, so this is a bug.
+		return fmt.Sprintf("(template error: %v)", err)
+	}
+	var b strings.Builder
+	if err := t.Execute(&b, d); err != nil {
+		return fmt.Sprintf("(template error: %v)", err)
+	}
+	return b.String()
+}
+
+// ShellJoin quotes each word for a POSIX shell where it needs quoting.
+func ShellJoin(words []string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = ShellQuote(w)
+	}
+	return strings.Join(q, " ")
+}
+
+// ShellQuote quotes s for a POSIX shell if it contains anything but safe characters.
+func ShellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	safe := true
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_./=:@,+%", c)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,308 @@
+// Package stopreasons is runr's single registry of stop reasons and runr errors.
+//
+// Every reason string, exit code, title, diagnosis and next-action hint in runr
+// comes from the table in this package; nothing else spells them. Codes are
+// stable: never renamed, never reused.
+package stopreasons
+
+import (
+	"sort"
+)
+
+// Code names a stop reason. Use the constants: a misspelt code does not compile.
+type Code string
+
+// The stop reasons and runr errors of the registry.
+const (
+	Complete            Code = "complete"
+	GuardViolation      Code = "guard_violation"
+	LockfileViolation   Code = "lockfile_violation"
+	DirtyWorktree       Code = "dirty_worktree"
+	FileCollision       Code = "file_collision"
+	VerificationFailed  Code = "verification_failed"
+	VerificationTimeout Code = "verification_timeout"
+	ConsecutiveFails    Code = "consecutive_fails"
+	RetryRateExceeded   Code = "retry_rate_exceeded"
+	RejectRateExceeded  Code = "reject_rate_exceeded"
+	ConditionFailed     Code = "condition_failed"
+	ReviewLoopDetected  Code = "review_loop_detected"
+	ReviewRejected      Code = "review_rejected"
+	WorkerBlocked       Code = "worker_blocked"
+	WorkerFailed        Code = "worker_failed"
+	WorkerTimeout       Code = "worker_timeout"
+	WorkerRateLimited   Code = "worker_rate_limited"
+	WorkerAuthFailed    Code = "worker_auth_failed"
+	WorkerNotFound      Code = "worker_not_found"
+	NoProgress          Code = "no_progress"
+	SameErrorRepeated   Code = "same_error_repeated"
+	NoopStreak          Code = "noop_streak"
+	PhaseLoop           Code = "phase_loop"
+	Timeout             Code = "timeout"
+	MaxTicks            Code = "max_ticks"
+	Stalled             Code = "stalled"
+	BudgetExceeded      Code = "budget_exceeded"
+	MaxIterations       Code = "max_iterations"
+	CircuitBreaker      Code = "circuit_breaker"
+	UserStopped         Code = "user_stopped"
+	Terminated          Code = "terminated"
+	InternalError       Code = "internal_error"
+	UsageError          Code = "usage_error"
+	StateCorrupt        Code = "state_corrupt"
+	RunNotFound         Code = "run_not_found"
+	EnvironmentInvalid  Code = "environment_invalid"
+	RunLocked           Code = "run_locked"
+	ConfigInvalid       Code = "config_invalid"
+)
+
+// Family groups reasons; each family owns a range of exit codes.
+type Family string
+
+// The families, in the order the registry lists them.
+const (
+	FamilySuccess       Family = "success"
+	FamilyConstraint    Family = "constraint"
+	FamilyFailure       Family = "failure"
+	FamilyReview        Family = "review"
+	FamilyWorker        Family = "worker"
+	FamilyStuck         Family = "stuck"
+	FamilyResourceLimit Family = "resource_limit"
+	FamilyUser          Family = "user"
+	FamilyRunr          Family = "runr"
+)
+
+// Families lists every family in registry order, with the exit codes it owns.
+var Families = []FamilyInfo{
+	{FamilySuccess, "0", "the run completed"},
+	{FamilyConstraint, "2-5", "a guard kept the agent inside its limits"},
+	{FamilyFailure, "10-15", "the work did not pass verification"},
+	{FamilyReview, "20-21", "the review did not approve"},
+	{FamilyWorker, "30-35", "the agent itself failed or could not run"},
+	{FamilyStuck, "40-43", "the run was going nowhere"},
+	{FamilyResourceLimit, "124-129", "a budget ran out"},
+	{FamilyUser, "130, 143", "a person or a signal stopped the run"},
+	{FamilyRunr, "1, 64-78", "runr could not do what was asked (sysexits.h)"},
+}
+
+// FamilyInfo describes one family for docs and `runr reasons`.
+type FamilyInfo struct {
+	Family  Family `json:"family"`
+	Exits   string `json:"exit_codes"`
+	Meaning string `json:"meaning"`
+}
+
+// Category says whether a stop is a success, a guardrail that worked, or an error.
+type Category string
+
+// The categories.
+const (
+	CategoryCompleted Category = "completed"
+	CategoryGuardrail Category = "guardrail"
+	CategoryError     Category = "error"
+)
+
+// Reason is one row of the registry.
+type Reason struct {
+	Code          Code     `json:"code"`
+	Title         string   `json:"title"`
+	Family        Family   `json:"family"`
+	ExitCode      int      `json:"exit_code"`
+	Category      Category `json:"category"`
+	AutoResumable bool     `json:"auto_resumable"`
+	// When says in one line when runr stops with this reason.
+	When string `json:"when"`
+	// Diagnosis is a text/template over Details (see Diagnose).
+	Diagnosis string `json:"diagnosis"`
+	// NextActions are text/templates over Details; a line that starts with
+	// "runr " is a command a person can run as printed.
+	NextActions []string `json:"next_actions"`
+}
+
+// UnknownExitCode is the exit code of a code the registry does not know,
+// such as one read from a state.json written by a newer runr.
+const UnknownExitCode = 1
+
+var byCode = func() map[Code]*Reason {
+	m := make(map[Code]*Reason, len(table))
+	for i := range table {
+		m[table[i].Code] = &table[i]
+	}
+	return m
+}()
+
+// Lookup returns the registry row of code.
+func Lookup(code Code) (Reason, bool) {
+	r, ok := byCode[code]
+	if !ok {
+		return Reason{}, false
+	}
+	return *r, true
+}
+
+// MustLookup returns the row of a code known at compile time.
+func MustLookup(code Code) Reason {
+	r, ok := Lookup(code)
+	if !ok {
+		panic("stopreasons: no registry row for " + string(code))
+	}
+	return r
+}
+
+// All returns every row in registry order.
+func All() []Reason {
+	out := make([]Reason, len(table))
+	copy(out, table)
+	return out
+}
+
+// ByFamily returns the rows of one family in registry order.
+func ByFamily(f Family) []Reason {
+	var out []Reason
+	for _, r := range table {
+		if r.Family == f {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// ExitCode is the process exit code for code; UnknownExitCode for an unknown one.
+func ExitCode(code Code) int {
+	if r, ok := byCode[code]; ok {
+		return r.ExitCode
+	}
+	return UnknownExitCode
+}
+
+// AutoResumable reports whether --auto-resume may continue a run stopped with code.
+func AutoResumable(code Code) bool {
+	r, ok := byCode[code]
+	return ok && r.AutoResumable
+}
+
+// AutoResumableSet lists the auto-resumable codes, derived from the table.
+func AutoResumableSet() []Code {
+	var out []Code
+	for _, r := range table {
+		if r.AutoResumable {
+			out = append(out, r.Code)
+		}
+	}
+	return out
+}
+
+// Known reports whether code is in the registry.
+func Known(code Code) bool {
+	_, ok := byCode[code]
+	return ok
+}
+
+// Terminal statuses of a stopped run (DESIGN §3).
+const (
+	DoneSuccess       = "done_success"
+	AbortedConstraint = "aborted_constraint"
+	AbortedError      = "aborted_error"
+	AbortedUser       = "aborted_user"
+	DonePartial       = "done_partial"
+	AbortedStuck      = "aborted_stuck"
+)
+
+// TerminalStatus derives a stopped run's terminal status from its reason and
+// the number of milestones it approved.
+func TerminalStatus(code Code, approved int) string {
+	r, ok := byCode[code]
+	if !ok {
+		return AbortedError
+	}
+	switch {
+	case r.Family == FamilySuccess:
+		return DoneSuccess
+	case r.Family == FamilyConstraint:
+		return AbortedConstraint
+	case r.Category == CategoryError:
+		return AbortedError
+	case r.Family == FamilyUser:
+		return AbortedUser
+	case approved > 0:
+		return DonePartial
+	default:
+		return AbortedStuck
+	}
+}
+
+// Run statuses (DESIGN §3).
+const (
+	RunRunning   = "running"
+	RunCompleted = "completed"
+	RunFailed    = "failed"
+	RunStopped   = "stopped"
+	RunCrashed   = "crashed"
+)
+
+// RunStatus is the run_status of a run stopped with code.
+func RunStatus(code Code) string {
+	r, ok := byCode[code]
+	switch {
+	case !ok:
+		return RunFailed
+	case r.Family == FamilySuccess:
+		return RunCompleted
+	case r.Category == CategoryError:
+		return RunFailed
+	default:
+		return RunStopped
+	}
+}
+
+// Closest returns up to n known codes nearest to s by edit distance (and
+// those containing s), for "did you mean" messages.
+func Closest(s string, n int) []Code {
+	type cand struct {
+		code Code
+		d    int
+	}
+	var cands []cand
+	for _, r := range table {
+		d := distance(s, string(r.Code))
+		if contains(string(r.Code), s) && len(s) >= 3 {
+			d = 0
+		}
+		if d <= len(r.Code)/2 || d <= 3 {
+			cands = append(cands, cand{r.Code, d})
+		}
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].d < cands[j].d })
+	var out []Code
+	for i := 0; i < len(cands) && i < n; i++ {
+		out = append(out, cands[i].code)
+	}
+	return out
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
+
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,342 @@
+package stopreasons
+
+// table is the registry. Order: by family, then exit code. The diagnosis and
+// next actions are text/templates over Details.
+var table = []Reason{
+	{
+		Code: Complete, Title: "Run completed", Family: FamilySuccess, ExitCode: 0, Category: CategoryCompleted,
+		When:      "all milestones approved, or a success condition met",
+		Diagnosis: `The run completed: {{.Approved}} of {{.Total}} milestones approved{{with .Condition}} ({{.}}){{end}}.`,
+		NextActions: []string{
+			"review the changes the agent made before merging them",
+			"runr status {{.RunID}}",
+		},
+	},
+	{
+		Code: GuardViolation, Title: "Change outside the allowed scope", Family: FamilyConstraint, ExitCode: 2, Category: CategoryGuardrail,
+		When:      "a changed file is outside scope.allow or inside scope.deny",
+		Diagnosis: `The agent changed {{len .Files}} file(s) outside its scope ({{.Condition}}): {{join .Files ", "}}.`,
+		NextActions: []string{
+			"revert the out-of-scope changes, or widen scope.allow / narrow scope.deny in runr.yaml",
+			"git restore --staged --worktree -- {{shellJoin .Files}}",
+			"runr resume {{.RunID}}",
+		},
+	},
+	{
+		Code: LockfileViolation, Title: "Lockfile changed", Family: FamilyConstraint, ExitCode: 3, Category: CategoryGuardrail,
+		When:      "a lockfile changed without --allow-deps",
+		Diagnosis: `The agent changed dependency lockfile(s) {{join .Files ", "}} and the run does not allow dependency changes.`,
+		NextActions: []string{
+			"if the dependency change is wanted, allow it:",
+			"runr resume {{.RunID}} --allow-deps",
+		},
+	},
+	{
+		Code: DirtyWorktree, Title: "Uncommitted changes before the run", Family: FamilyConstraint, ExitCode: 4, Category: CategoryGuardrail,
+		When:      "uncommitted changes before the run, without --allow-dirty",
+		Diagnosis: `The checkout had {{len .Files}} uncommitted change(s) before the run started: {{join .Files ", "}}.`,
+		NextActions: []string{
+			"commit or stash your changes, or run with --allow-dirty (or --worktree to leave this checkout alone)",
+			"git stash --include-untracked",
+		},
+	},
+	{
+		Code: FileCollision, Title: "Another live run claims the same files", Family: FamilyConstraint, ExitCode: 5, Category: CategoryGuardrail,
+		When:      "a live run of the same checkout claims an overlapping scope, without --force-parallel",
+		Diagnosis: `Run {{.Other}} is live on this checkout and claims an overlapping scope ({{join .Files ", "}}).`,
+		NextActions: []string{
+			"wait for the other run, give the runs disjoint scope.allow, or use --worktree",
+			"runr status {{.Other}}",
+		},
+	},
+	{
+		Code: VerificationFailed, Title: "Verification kept failing", Family: FamilyFailure, ExitCode: 10, Category: CategoryGuardrail,
+		When:      "a milestone used up its retries, last on a verify or review failure",
+		Diagnosis: `Milestone {{.Milestone}} ({{.MilestoneGoal}}) failed {{.Value}} attempt(s) (limit {{.Threshold}}){{with .Command}}; last failing check: {{.}}{{end}}.`,
+		NextActions: []string{
+			"read the failing output, fix the cause or clarify the milestone in the task, then resume with fresh retries",
+			"runr doctor {{.RunID}}",
+			"runr resume {{.RunID}}",
+		},
+	},
+	{
+		Code: VerificationTimeout, Title: "Verification ran too long", Family: FamilyFailure, ExitCode: 11, Category: CategoryGuardrail,
+		When:      "a verify command ran past verify.timeout",
+		Diagnosis: `The verify command {{.Command}} ran past verify.timeout ({{.Threshold}}).`,
+		NextActions: []string{
+			"raise verify.timeout in runr.yaml if the check is slow, or find why it hangs",
+			"runr resume {{.RunID}} --force",
+		},
+	},
+	{
+		Code: ConsecutiveFails, Title: "Too many failed milestones in a row", Family: FamilyFailure, ExitCode: 12, Category: CategoryGuardrail,
+		When:      "max_consecutive_fails milestones failed in a row (skip mode)",
+		Diagnosis: `{{.Value}} milestones failed or were rejected in a row (limit {{.Threshold}}).`,
+		NextActions: []string{
+			"the task may be too hard or too vague for the agent; split it or clarify it",
+			"runr doctor {{.RunID}}",
+			"runr resume {{.RunID}}",
+		},
+	},
+	{
+		Code: RetryRateExceeded, Title: "Retry rate too high", Family: FamilyFailure, ExitCode: 13, Category: CategoryGuardrail,
+		When:      "retry rate above max_retry_rate",
+		Diagnosis: `{{.Message}}`,
+		NextActions: []string{
+			"most milestones needed more than one attempt; make the milestones smaller or clearer",
+			"runr resume {{.RunID}}",
+		},
+	},
+	{
+		Code: RejectRateExceeded, Title: "Reject rate too high", Family: FamilyFailure, ExitCode: 14, Category: CategoryGuardrail,
+		When:      "reject rate above max_reject_rate",
+		Diagnosis: `{{.Message}}`,
+		NextActions: []string{
+			"too many milestones failed or were rejected; check the verify and review commands and the task",
+			"runr doctor {{.RunID}}",
+			"runr resume {{.RunID}}",
+		},
+	},
+	{
+		Code: ConditionFailed, Title: "A failure condition was met", Family: FamilyFailure, ExitCode: 15, Category: CategoryGuardrail,
+		When:      "a condition of stop.failure or stop.conditions was met",
+		Diagnosis: `The condition {{.Condition}} was met: {{.Message}}`,
+		NextActions: []string{
+			"look at what the condition watches, fix the cause, then resume",
+			"runr resume {{.RunID}}",
+		},
+	},
+	{
+		Code: ReviewLoopDetected, Title: "Review loop", Family: FamilyReview, ExitCode: 20, Category: CategoryGuardrail,
+		When:      "the review asked for the same changes twice in a row, or max_review_rounds rounds",
+		Diagnosis: `The review of milestone {{.Milestone}} went round {{.Value}} time(s) (limit {{.Threshold}}): {{.Message}}`,
+		NextActions: []string{
+			"the agent and the reviewer disagree; read the review notes and settle it in the task",
+			"runr doctor {{.RunID}}",
+			"runr resume {{.RunID}}",
+		},
+	},
+	{
+		Code: ReviewRejected, Title: "Review rejected the work", Family: FamilyReview, ExitCode: 21, Category: CategoryGuardrail,
+		When:      "the review rejected the work",
+		Diagnosis: `The review command {{.Command}} rejected milestone {{.Milestone}} ({{.MilestoneGoal}}).`,
+		NextActions: []string{
+			"read the review output and decide whether the milestone should be redone",
+			"runr doctor {{.RunID}}",
+			"runr resume {{.RunID}}",
+		},
+	},
+	{
+		Code: WorkerBlocked, Title: "Agent reported it is blocked", Family: FamilyWorker, ExitCode: 30, Category: CategoryGuardrail,
+		When:      "the agent reported it is blocked",
+		Diagnosis: `The agent said it is blocked on milestone {{.Milestone}} ({{.MilestoneGoal}}){{with .Message}}: {{.}}{{end}}.`,
+		NextActions: []string{
+			"answer what the agent needs (in the task file), then resume",
+			"runr resume {{.RunID}}",
+		},
+	},
+	{
+		Code: WorkerFailed, Title: "Agent kept failing", Family: FamilyWorker, ExitCode: 31, Category: CategoryError,
+		When:      "a milestone used up its retries, last on the agent's own failure",
+		Diagnosis: `The agent failed {{.Value}} attempt(s) at milestone {{.Milestone}} (limit {{.Threshold}}){{with .Message}}: {{.}}{{end}}.`,
+		NextActions: []string{
+			"read the agent's log for the error; check its installation, model and credentials",
+			"runr doctor {{.RunID}}",
+			"runr resume {{.RunID}}",
+		},
+	},
+	{
+		Code: WorkerTimeout, Title: "Agent call ran too long", Family: FamilyWorker, ExitCode: 32, Category: CategoryError, AutoResumable: true,
+		When:      "one agent call ran past agent.timeout",
+		Diagnosis: `One agent call ran past agent.timeout ({{.Threshold}}) at milestone {{.Milestone}}.`,
+		NextActions: []string{
+			"raise agent.timeout if the milestone is large, or split the milestone",
+			"runr resume {{.RunID}}",
+		},
+	},
+	{
+		Code: WorkerRateLimited, Title: "Agent hit a rate or usage limit", Family: FamilyWorker, ExitCode: 33, Category: CategoryError, AutoResumable: true,
+		When:      "the agent hit a provider rate or usage limit",
+		Diagnosis: `The agent hit a rate or usage limit{{with .ResetAt}}; it resets at {{.}}{{end}}.`,
+		NextActions: []string{
+			"resume after the limit resets, or let runr wait for it",
+			"runr resume {{.RunID}} --auto-resume",
+		},
+	},
+	{
+		Code: WorkerAuthFailed, Title: "Agent could not authenticate", Family: FamilyWorker, ExitCode: 34, Category: CategoryError,
+		When:      "the agent could not authenticate",
+		Diagnosis: `The agent could not authenticate with its provider{{with .Message}}: {{.}}{{end}}.`,
+		NextActions: []string{
+			"log the agent in again or set its API key, check with runr doctor, then resume",
+			"runr doctor",
+			"runr resume {{.RunID}}",
+		},
+	},
+	{
+		Code: WorkerNotFound, Title: "Agent program not found", Family: FamilyWorker, ExitCode: 35, Category: CategoryError,
+		When:      "the agent program does not exist or cannot be run",
+		Diagnosis: `The agent program {{.Command}} does not exist or cannot be run.`,
+		NextActions: []string{
+			"install the agent CLI or fix agent.command / --agent, then check with runr doctor",
+			"runr doctor",
+		},
+	},
+	{
+		Code: NoProgress, Title: "No progress", Family: FamilyStuck, ExitCode: 40, Category: CategoryGuardrail,
+		When:      "no_progress iterations in a row changed no file and improved no check",
+		Diagnosis: `{{.Value}} iterations in a row changed no file and improved no check (limit {{.Threshold}}).`,
+		NextActions: []string{
+			"the agent is going nowhere; clarify the milestone or give it what it lacks",
+			"runr doctor {{.RunID}}",
+			"runr resume {{.RunID}}",
+		},
+	},
+	{
+		Code: SameErrorRepeated, Title: "Same error again and again", Family: FamilyStuck, ExitCode: 41, Category: CategoryGuardrail,
+		When:      "the same error signature on same_error failed attempts in a row",
+		Diagnosis: `The same error came back {{.Value}} times in a row (limit {{.Threshold}}){{with .Command}} from {{.}}{{end}}{{with .Signature}} (signature {{.}}){{end}}.`,
+		NextActions: []string{
+			"fix the cause of the repeated error (or tell the agent how in the task), then resume with fresh retries",
+			"runr doctor {{.RunID}}",
+			"runr resume {{.RunID}}",
+		},
+	},
+	{
+		Code: NoopStreak, Title: "Agent changed nothing", Family: FamilyStuck, ExitCode: 42, Category: CategoryGuardrail,
+		When:      "noop agent calls in a row changed nothing",
+		Diagnosis: `{{.Value}} agent calls in a row left the tree unchanged (limit {{.Threshold}}).`,
+		NextActions: []string{
+			"check that the agent may write files (permissions, sandbox, working directory)",
+			"runr doctor {{.RunID}}",
+			"runr resume {{.RunID}}",
+		},
+	},
+	{
+		Code: PhaseLoop, Title: "Phase loop", Family: FamilyStuck, ExitCode: 43, Category: CategoryGuardrail,
+		When:      "max_edge backward edges (verify→implement, review→implement) in one milestone",
+		Diagnosis: `Milestone {{.Milestone}} went back {{.Value}} times on {{.Condition}} (limit {{.Threshold}}).`,
+		NextActions: []string{
+			"the milestone loops between phases; split it or clarify what done means",
+			"runr doctor {{.RunID}}",
+			"runr resume {{.RunID}}",
+		},
+	},
+	{
+		Code: Timeout, Title: "Time budget spent", Family: FamilyResourceLimit, ExitCode: 124, Category: CategoryGuardrail,
+		When:      "the time budget ran out",
+		Diagnosis: `The time budget of {{.Threshold}} ran out after {{.Value}}; {{.Approved}} of {{.Total}} milestones approved.`,
+		NextActions: []string{
+			"grant more time to continue where the run stopped",
+			"runr resume {{.RunID}} --time {{.Grant}}",
+		},
+	},
+	{
+		Code: MaxTicks, Title: "Tick budget spent", Family: FamilyResourceLimit, ExitCode: 125, Category: CategoryGuardrail,
+		When:      "max_ticks phase steps",
+		Diagnosis: `The run used its {{.Threshold}} ticks; {{.Approved}} of {{.Total}} milestones approved.`,
+		NextActions: []string{
+			"grant more ticks to continue where the run stopped",
+			"runr resume {{.RunID}} --max-ticks {{.Grant}}",
+		},
+	},
+	{
+		Code: Stalled, Title: "Agent stalled", Family: FamilyResourceLimit, ExitCode: 126, Category: CategoryGuardrail, AutoResumable: true,
+		When:      "no output from the agent for agent.idle_timeout",
+		Diagnosis: `The agent printed nothing for {{.Threshold}} (agent.idle_timeout) at milestone {{.Milestone}}.`,
+		NextActions: []string{
+			"resume; raise agent.idle_timeout if the agent thinks quietly for long",
+			"runr resume {{.RunID}}",
+		},
+	},
+	{
+		Code: BudgetExceeded, Title: "Cost budget spent", Family: FamilyResourceLimit, ExitCode: 127, Category: CategoryGuardrail,
+		When:      "the cost (USD) or token budget is spent",
+		Diagnosis: `The {{.Condition}} budget is spent: {{.Value}} of {{.Threshold}}.`,
+		NextActions: []string{
+			"grant more budget to continue where the run stopped",
+			"runr resume {{.RunID}} --max-cost {{.Grant}}",
+		},
+	},
+	{
+		Code: MaxIterations, Title: "Iteration budget spent", Family: FamilyResourceLimit, ExitCode: 128, Category: CategoryGuardrail,
+		When:      "max_iterations agent calls",
+		Diagnosis: `The run made its {{.Threshold}} agent calls; {{.Approved}} of {{.Total}} milestones approved.`,
+		NextActions: []string{
+			"grant more iterations to continue where the run stopped",
+			"runr resume {{.RunID}} --max-iterations {{.Grant}}",
+		},
+	},
+	{
+		Code: CircuitBreaker, Title: "Circuit breaker tripped", Family: FamilyResourceLimit, ExitCode: 129, Category: CategoryGuardrail,
+		When:      "circuit_breaker attempts in all, whatever their outcome",
+		Diagnosis: `The run made {{.Value}} attempts in all (circuit breaker {{.Threshold}}).`,
+		NextActions: []string{
+			"that is far more attempts than the task should need; read the doctor report before going on",
+			"runr doctor {{.RunID}}",
+		},
+	},
+	{
+		Code: UserStopped, Title: "Stopped by the user", Family: FamilyUser, ExitCode: 130, Category: CategoryGuardrail,
+		When:      "SIGINT (Ctrl+C), or `runr stop`",
+		Diagnosis: `The run was stopped by {{with .Message}}{{.}}{{else}}the user{{end}} at tick {{.Tick}}.`,
+		NextActions: []string{
+			"continue where it stopped",
+			"runr resume {{.RunID}}",
+		},
+	},
+	{
+		Code: Terminated, Title: "Terminated by a signal", Family: FamilyUser, ExitCode: 143, Category: CategoryGuardrail, AutoResumable: true,
+		When:      "SIGTERM or SIGHUP (CI cancel, pod eviction, lost terminal)",
+		Diagnosis: `runr received {{with .Message}}{{.}}{{else}}a termination signal{{end}} at tick {{.Tick}} and stopped the run cleanly.`,
+		NextActions: []string{
+			"continue where it stopped",
+			"runr resume {{.RunID}}",
+		},
+	},
+	{
+		Code: InternalError, Title: "Internal error", Family: FamilyRunr, ExitCode: 1, Category: CategoryError,
+		When:      "a bug or an unexpected I/O failure in runr itself",
+		Diagnosis: `runr failed: {{.Message}}`,
+		NextActions: []string{
+			"check disk space and permissions of the run store; if it persists, report it with the run's logs",
+			"runr doctor",
+		},
+	},
+	{
+		Code: UsageError, Title: "Usage error", Family: FamilyRunr, ExitCode: 64, Category: CategoryError,
+		When:      "unknown flag, wrong arguments, nothing to do, or a flag the situation needs is missing",
+		Diagnosis: `{{.Message}}`,
+		NextActions: []string{"runr --help"},
+	},
+	{
+		Code: StateCorrupt, Title: "Run state unreadable", Family: FamilyRunr, ExitCode: 65, Category: CategoryError,
+		When:      "state.json unreadable, invalid, or of a newer schema",
+		Diagnosis: `{{.Message}}`,
+		NextActions: []string{"the file was left as it was; inspect it, or start a new run"},
+	},
+	{
+		Code: RunNotFound, Title: "No such run", Family: FamilyRunr, ExitCode: 66, Category: CategoryError,
+		When:      "no run with that id",
+		Diagnosis: `{{.Message}}`,
+		NextActions: []string{"runr status"},
+	},
+	{
+		Code: EnvironmentInvalid, Title: "Environment not usable", Family: FamilyRunr, ExitCode: 69, Category: CategoryError,
+		When:      "no git repository, the run store not writable, a required program missing",
+		Diagnosis: `{{.Message}}`,
+		NextActions: []string{"runr doctor"},
+	},
+	{
+		Code: RunLocked, Title: "Run is held by another runr", Family: FamilyRunr, ExitCode: 75, Category: CategoryError,
+		When:      "another live runr process holds the run",
+		Diagnosis: `{{.Message}}`,
+		NextActions: []string{"wait for the other runr process, or stop it", "runr stop {{.RunID}}"},
+	},
+	{
+		Code: ConfigInvalid, Title: "Invalid configuration", Family: FamilyRunr, ExitCode: 78, Category: CategoryError,
+		When:      "a value in runr.yaml, RUNR_* env or a flag is invalid (`--time banana`)",
+		Diagnosis: `{{.Message}}`,
+		NextActions: []string{"fix the value named above; runr doctor checks runr.yaml", "runr doctor"},
+	},
+}
