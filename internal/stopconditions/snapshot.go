@@ -1,0 +1,62 @@
+package stopconditions
+
+import "time"
+
+// Snapshot is the state of a run that evaluation reads; the supervisor fills
+// it from state.json after each tick.
+type Snapshot struct {
+	Tick, Iteration int
+	Elapsed         time.Duration
+	CostUSD         float64
+	Tokens          int64
+	Attempts        int // all attempts of the run (circuit breaker)
+
+	// Milestone statistics. Retried counts the attempted milestones with more
+	// than one attempt.
+	TotalMilestones, Attempted, Approved, Rejected, Failed, Retried int
+	Finished                                                        bool // no milestone left to work on
+
+	// MilestoneFailures counts the failed and rejected attempts of the current
+	// milestone since it started or the run was resumed.
+	MilestoneFailures int
+	// LastFailureAgent says the last failure was the agent's own, which makes a
+	// used-up milestone worker_failed instead of verification_failed.
+	LastFailureAgent bool
+	Milestone        int // 1-based current milestone
+
+	ConsecutiveFails, SameError, Noop, NoProgress int
+
+	Edges          map[string]int // backward edges of the current milestone: "verify->implement", "review->implement"
+	ReviewRounds   int
+	ReviewRepeated bool // the review asked for the same changes twice in a row
+	TestFailStreak int  // failed verify runs in a row
+
+	Verify        []Check     // the last verify run, one per command, by exact text
+	LastOutput    string      // tail of the last agent call's output
+	LastError     *ErrorEvent // the last agent or verify error this tick, nil if none
+	StopRequested bool        // a `runr stop` request
+
+	RepoDir string
+	// StartFiles holds the file_created paths (as written in the condition)
+	// that existed when the run started.
+	StartFiles map[string]bool
+	ScriptEnv  []string
+}
+
+// Check is the result of one verify command.
+type Check struct {
+	Command string
+	Passed  bool
+}
+
+// Error sources.
+const (
+	SourceAgent  = "agent"
+	SourceVerify = "verify"
+)
+
+// ErrorEvent is an error of an agent call or a verify command.
+type ErrorEvent struct {
+	Source string // SourceAgent | SourceVerify
+	Text   string
+}
