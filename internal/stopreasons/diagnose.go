@@ -111,3 +111,14 @@ func ShellQuote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// Placeholders are Details that show where a run's own figures go, for
+// explaining a reason without a run.
+func Placeholders() Details {
+	return Details{
+		RunID: "<run-id>", Condition: "<rule>", Value: "<value>", Threshold: "<threshold>",
+		Message: "<message>", Milestone: 0, MilestoneGoal: "<milestone goal>", Command: "<command>",
+		Signature: "<signature>", Files: []string{"<file>"}, Other: "<other-run-id>", ResetAt: "<reset time>",
+		Grant: "<amount>",
+	}
+}

@@ -1,0 +1,40 @@
+GO      ?= go
+BIN     ?= bin
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+
+.PHONY: all build test test-short lint docs check-docs demo bench fuzz clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/runr ./cmd/runr
+
+# The whole suite: unit tests, end-to-end tests of the built binary, and a
+# short fuzz of the stop-condition decoder.
+test: lint
+	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 10s ./internal/stopconditions
+
+test-short:
+	$(GO) test -short ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+# docs/stop-reasons.md is generated from the registry.
+docs:
+	$(GO) run ./cmd/runr reasons --markdown > docs/stop-reasons.md
+
+demo:
+	bash examples/demo/run.sh
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 60s ./internal/stopconditions
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// ReasonsOptions are the parsed arguments of `runr reasons`.
+type ReasonsOptions struct {
+	IO       *IOStreams
+	Code     string
+	Family   string
+	JSON     bool
+	Markdown bool
+}
+
+func newReasonsCmd(io *IOStreams, runF func(*ReasonsOptions) error) *cobra.Command {
+	opts := &ReasonsOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:   "reasons [CODE]",
+		Short: "List every stop reason with its exit code, or explain one",
+		Long: `List every stop reason runr can stop with: its code, exit code, family,
+category, whether --auto-resume retries it, and its title. With a CODE, print
+that reason in full with its diagnosis and next actions.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Code = args[0]
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return reasonsRun(opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Family, "family", "", "only the reasons of this family")
+	f.BoolVar(&opts.JSON, "json", false, "print the registry as a JSON array")
+	f.BoolVar(&opts.Markdown, "markdown", false, "print the table of docs/stop-reasons.md")
+	return cmd
+}
+
+func reasonsRun(opts *ReasonsOptions) error {
+	if opts.JSON && opts.Markdown {
+		return stopreasons.Errorf(stopreasons.UsageError, "--json and --markdown cannot be used together")
+	}
+	if opts.Markdown {
+		_, err := io.WriteString(opts.IO.Out, ReasonsMarkdown())
+		return err
+	}
+	rows := stopreasons.All()
+	if opts.Family != "" {
+		rows = stopreasons.ByFamily(stopreasons.Family(opts.Family))
+		if len(rows) == 0 {
+			var names []string
+			for _, f := range stopreasons.Families {
+				names = append(names, string(f.Family))
+			}
+			return stopreasons.Errorf(stopreasons.UsageError, "--family %s: no such family (families: %s)", opts.Family, strings.Join(names, ", "))
+		}
+	}
+	if opts.Code != "" {
+		r, ok := stopreasons.Lookup(stopreasons.Code(opts.Code))
+		if !ok {
+			msg := fmt.Sprintf("no stop reason %q", opts.Code)
+			if near := stopreasons.Closest(opts.Code, 3); len(near) > 0 {
+				var s []string
+				for _, c := range near {
+					s = append(s, string(c))
+				}
+				msg += "; did you mean " + strings.Join(s, ", ") + "?"
+			}
+			return stopreasons.Errorf(stopreasons.UsageError, "%s (run 'runr reasons' for the list)", msg)
+		}
+		rows = []stopreasons.Reason{r}
+	}
+	if opts.JSON {
+		return writeJSON(opts.IO.Out, rows)
+	}
+	if opts.Code != "" {
+		return writeReasonDetail(opts.IO, rows[0])
+	}
+	return writeReasonsTable(opts.IO, rows)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+func categoryPaint(p Painter, c stopreasons.Category, s string) string {
+	switch c {
+	case stopreasons.CategoryCompleted:
+		return p.Green(s)
+	case stopreasons.CategoryGuardrail:
+		return p.Yellow(s)
+	default:
+		return p.Red(s)
+	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func writeReasonsTable(io *IOStreams, rows []stopreasons.Reason) error {
+	p := io.OutPainter()
+	tw := tabwriter.NewWriter(io.Out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CODE\tEXIT\tFAMILY\tCATEGORY\tAUTO-RESUME\tTITLE")
+	for _, r := range rows {
+		// Colour goes on the last column only: escape codes in a middle
+		// column would throw tabwriter's widths off.
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", r.Code, r.ExitCode, r.Family, r.Category, yesNo(r.AutoResumable), categoryPaint(p, r.Category, r.Title))
+	}
+	return tw.Flush()
+}
+
+func writeReasonDetail(io *IOStreams, r stopreasons.Reason) error {
+	p := io.OutPainter()
+	w := io.Out
+	fmt.Fprintf(w, "%s  %s\n\n", p.Bold(string(r.Code)), categoryPaint(p, r.Category, r.Title))
+	fmt.Fprintf(w, "  exit code      %d\n", r.ExitCode)
+	fmt.Fprintf(w, "  family         %s\n", r.Family)
+	fmt.Fprintf(w, "  category       %s\n", r.Category)
+	fmt.Fprintf(w, "  auto-resume    %s\n", yesNo(r.AutoResumable))
+	fmt.Fprintf(w, "  when           %s\n\n", r.When)
+	ph := stopreasons.Placeholders()
+	fmt.Fprintf(w, "Diagnosis ('runr doctor' fills in the run's own figures):\n  %s\n\n", r.Diagnose(ph))
+	fmt.Fprintln(w, "Next actions:")
+	for _, a := range r.Actions(ph) {
+		if stopreasons.IsCommand(a) {
+			fmt.Fprintf(w, "  $ %s\n", a)
+		} else {
+			fmt.Fprintf(w, "  - %s\n", a)
+		}
+	}
+	return nil
+}
+
+// ReasonsMarkdown renders docs/stop-reasons.md from the registry.
+func ReasonsMarkdown() string {
+	var b strings.Builder
+	b.WriteString(`# Stop reasons and exit codes
+
+<!-- Generated from internal/stopreasons by 'make docs' (runr reasons --markdown). Do not edit by hand. -->
+
+Every run of runr stops with exactly one reason from this table, and every
+runr command exits with the exit code of its reason and no other code.
+'runr reasons' prints this table; 'runr reasons CODE' explains one reason.
+
+## Reasons
+
+| code | exit | family | category | auto-resume | title | when |
+|---|---|---|---|---|---|---|
+`)
+	for _, r := range stopreasons.All() {
+		fmt.Fprintf(&b, "| `%s` | %d | %s | %s | %s | %s | %s |\n", r.Code, r.ExitCode, r.Family, r.Category, yesNo(r.AutoResumable), r.Title, strings.ReplaceAll(r.When, "|", `\|`))
+	}
+	b.WriteString(`
+## Families and their exit-code ranges
+
+| family | exit codes | meaning |
+|---|---|---|
+`)
+	for _, f := range stopreasons.Families {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", f.Family, f.Exits, f.Meaning)
+	}
+	b.WriteString(`
+## For scripts
+
+- Exit codes 2–5, 10–15, 20–21, 30–35, 40–43, 124–130 and 143 are the contract
+  with CI scripts; 64–78 follow sysexits.h. Codes are stable: a reason is never
+  renamed and an exit code never reused.
+- **Treat an unknown exit code as a failure.** A newer runr may add reasons.
+- runr's 126 (` + "`stalled`" + `) and 127 (` + "`budget_exceeded`" + `) are not the shell's
+  "cannot execute" and "command not found": a missing agent program is
+  ` + "`worker_not_found`" + ` (35).
+- A runr killed with SIGKILL exits 137, set by the kernel, not by runr. It
+  leaves a run that 'runr status' shows as ` + "`crashed`" + `; 'runr resume' continues it.
+- Terminal status, derived from the reason: ` + "`done_success`" + ` (family success),
+  ` + "`aborted_constraint`" + ` (constraint), ` + "`aborted_error`" + ` (category error),
+  ` + "`aborted_user`" + ` (family user), and for the other guardrails ` + "`done_partial`" + `
+  when at least one milestone was approved, else ` + "`aborted_stuck`" + `.
+- A reason code read from a state.json that this runr does not know gets a
+  generic diagnosis and exit code 1.
+
+Example:
+
+` + "```sh" + `
+runr run --time 30m
+case $? in
+  0)       echo "done" ;;
+  124|125) echo "out of budget; resume later" ;;
+  32|33|126|143) runr resume latest --auto-resume ;;
+  *)       echo "needs a person: runr doctor latest"; exit 1 ;;
+esac
+` + "```" + `
+
+## Adding a reason
+
+1. Add a constant and a row to the table in internal/stopreasons (code, title,
+   family, an unused exit code in the family's range, category, auto-resume,
+   when, diagnosis template, next actions).
+2. Pin it in internal/stopreasons/registry_test.go.
+3. Run 'make docs' to regenerate this file; a test fails while it differs.
+`)
+	return b.String()
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// version is set at build time with -ldflags "-X main.version=..."; without
+// it the module version from the build info is used.
+var version = ""
+
+func runrVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// globalOptions are the flags every command shares.
+type globalOptions struct {
+	Home    string
+	Config  string
+	NoColor bool
+}
+
+// Main runs runr with args and returns the process exit code.
+func Main(args []string, io *IOStreams) int {
+	root, parsed := newRootCmd(io)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err != nil && !*parsed {
+		// cobra failed before any command ran: an unknown command, a bad
+		// flag or the wrong number of arguments.
+		err = usageErr(err)
+	}
+	if err != nil {
+		var se *stopError
+		if !errors.As(err, &se) {
+			printError(io, err)
+		}
+	}
+	return exitCode(err)
+}
+
+func printError(io *IOStreams, err error) {
+	p := io.ErrPainter()
+	code := stopreasons.CodeOf(err)
+	msg := err.Error()
+	fmt.Fprintf(io.Err, "%s %s\n", p.Red("runr: error:"), msg)
+	if code == stopreasons.UsageError && !strings.Contains(msg, "--help") {
+		fmt.Fprintln(io.Err, p.Dim("Run 'runr --help' for usage."))
+	}
+	fmt.Fprintf(io.Err, "%s\n", p.Dim(fmt.Sprintf("(%s, exit %d)", code, stopreasons.ExitCode(code))))
+}
+
+func newRootCmd(io *IOStreams) (*cobra.Command, *bool) {
+	parsed := new(bool)
+	g := &globalOptions{}
+	root := &cobra.Command{
+		Use:   "runr",
+		Short: "Supervise unattended AI coding-agent runs",
+		Long: `runr runs an AI coding agent in a loop against a git repository, checks each
+step with verification commands, enforces stop rules, writes its state
+crash-safely after every tick, and exits with a code that says why it stopped.
+
+Every exit code is listed by 'runr reasons'.`,
+		Version:       runrVersion(),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			*parsed = true
+			if g.NoColor {
+				io.NoColor = true
+			}
+			return nil
+		},
+	}
+	root.SetOut(io.Out)
+	root.SetErr(io.Err)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetVersionTemplate("runr {{.Version}}\n")
+
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.Home, "home", "", "run store directory (default <git common dir>/runr; env RUNR_HOME)")
+	pf.StringVar(&g.Config, "config", "", "config file (default runr.yaml in the repository root)")
+	pf.BoolVar(&g.NoColor, "no-color", false, "never colour the output (also NO_COLOR)")
+
+	root.AddCommand(
+		newReasonsCmd(io, nil),
+		newVersionCmd(io),
+	)
+	for _, add := range extraCommands {
+		root.AddCommand(add(io, g))
+	}
+	return root, parsed
+}
+
+// extraCommands are the commands registered by the other files of this
+// package, each with its global options.
+var extraCommands []func(*IOStreams, *globalOptions) *cobra.Command
+
+func newVersionCmd(io *IOStreams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print runr's version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fmt.Fprintf(io.Out, "runr %s\n", runrVersion())
+			return nil
+		},
+	}
+}

@@ -1,0 +1,205 @@
+package stopreasons
+
+import (
+	"strings"
+	"testing"
+	"text/template"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The rows of DESIGN §3, pinned: a change here is a change of the contract
+// with CI scripts.
+var contract = []struct {
+	code     Code
+	family   Family
+	exit     int
+	category Category
+	auto     bool
+}{
+	{"complete", "success", 0, "completed", false},
+	{"guard_violation", "constraint", 2, "guardrail", false},
+	{"lockfile_violation", "constraint", 3, "guardrail", false},
+	{"dirty_worktree", "constraint", 4, "guardrail", false},
+	{"file_collision", "constraint", 5, "guardrail", false},
+	{"verification_failed", "failure", 10, "guardrail", false},
+	{"verification_timeout", "failure", 11, "guardrail", false},
+	{"consecutive_fails", "failure", 12, "guardrail", false},
+	{"retry_rate_exceeded", "failure", 13, "guardrail", false},
+	{"reject_rate_exceeded", "failure", 14, "guardrail", false},
+	{"condition_failed", "failure", 15, "guardrail", false},
+	{"review_loop_detected", "review", 20, "guardrail", false},
+	{"review_rejected", "review", 21, "guardrail", false},
+	{"worker_blocked", "worker", 30, "guardrail", false},
+	{"worker_failed", "worker", 31, "error", false},
+	{"worker_timeout", "worker", 32, "error", true},
+	{"worker_rate_limited", "worker", 33, "error", true},
+	{"worker_auth_failed", "worker", 34, "error", false},
+	{"worker_not_found", "worker", 35, "error", false},
+	{"no_progress", "stuck", 40, "guardrail", false},
+	{"same_error_repeated", "stuck", 41, "guardrail", false},
+	{"noop_streak", "stuck", 42, "guardrail", false},
+	{"phase_loop", "stuck", 43, "guardrail", false},
+	{"timeout", "resource_limit", 124, "guardrail", false},
+	{"max_ticks", "resource_limit", 125, "guardrail", false},
+	{"stalled", "resource_limit", 126, "guardrail", true},
+	{"budget_exceeded", "resource_limit", 127, "guardrail", false},
+	{"max_iterations", "resource_limit", 128, "guardrail", false},
+	{"circuit_breaker", "resource_limit", 129, "guardrail", false},
+	{"user_stopped", "user", 130, "guardrail", false},
+	{"terminated", "user", 143, "guardrail", true},
+	{"internal_error", "runr", 1, "error", false},
+	{"usage_error", "runr", 64, "error", false},
+	{"state_corrupt", "runr", 65, "error", false},
+	{"run_not_found", "runr", 66, "error", false},
+	{"environment_invalid", "runr", 69, "error", false},
+	{"run_locked", "runr", 75, "error", false},
+	{"config_invalid", "runr", 78, "error", false},
+}
+
+func TestRegistryMatchesContract(t *testing.T) {
+	require.Len(t, All(), len(contract), "the registry has exactly the rows of DESIGN §3")
+	for i, want := range contract {
+		t.Run(string(want.code), func(t *testing.T) {
+			got, ok := Lookup(want.code)
+			require.True(t, ok)
+			assert.Equal(t, want.family, got.Family)
+			assert.Equal(t, want.exit, got.ExitCode)
+			assert.Equal(t, want.category, got.Category)
+			assert.Equal(t, want.auto, got.AutoResumable)
+			assert.Equal(t, want.code, All()[i].Code, "registry order")
+			assert.Equal(t, want.exit, ExitCode(want.code))
+			assert.NotEmpty(t, got.Title)
+			assert.NotEmpty(t, got.When)
+			assert.NotEmpty(t, got.Diagnosis)
+			assert.NotEmpty(t, got.NextActions)
+		})
+	}
+}
+
+func TestCodesAndExitCodesAreUnique(t *testing.T) {
+	codes := map[Code]bool{}
+	exits := map[int]Code{}
+	for _, r := range All() {
+		assert.False(t, codes[r.Code], "duplicate code %s", r.Code)
+		codes[r.Code] = true
+		if other, dup := exits[r.ExitCode]; dup {
+			t.Errorf("exit code %d used by %s and %s", r.ExitCode, other, r.Code)
+		}
+		exits[r.ExitCode] = r.Code
+	}
+}
+
+func TestFamiliesOwnTheirRanges(t *testing.T) {
+	ranges := map[Family][2]int{
+		FamilySuccess: {0, 0}, FamilyConstraint: {2, 5}, FamilyFailure: {10, 15}, FamilyReview: {20, 21},
+		FamilyWorker: {30, 35}, FamilyStuck: {40, 43}, FamilyResourceLimit: {124, 129},
+	}
+	for _, r := range All() {
+		if rg, ok := ranges[r.Family]; ok {
+			assert.True(t, r.ExitCode >= rg[0] && r.ExitCode <= rg[1], "%s exit %d outside %v", r.Code, r.ExitCode, rg)
+		}
+	}
+	seen := map[Family]bool{}
+	for _, f := range Families {
+		seen[f.Family] = true
+		assert.NotEmpty(t, ByFamily(f.Family), "family %s has no reasons", f.Family)
+	}
+	for _, r := range All() {
+		assert.True(t, seen[r.Family], "family %s of %s is not listed in Families", r.Family, r.Code)
+	}
+}
+
+func TestUnknownCode(t *testing.T) {
+	assert.Equal(t, 1, ExitCode("made_up_reason"))
+	assert.False(t, AutoResumable("made_up_reason"))
+	assert.False(t, Known("made_up_reason"))
+	assert.Equal(t, AbortedError, TerminalStatus("made_up_reason", 3))
+	assert.Equal(t, RunFailed, RunStatus("made_up_reason"))
+}
+
+func TestAutoResumableSetIsDerived(t *testing.T) {
+	assert.ElementsMatch(t, []Code{WorkerTimeout, WorkerRateLimited, Stalled, Terminated}, AutoResumableSet())
+}
+
+func TestTerminalAndRunStatus(t *testing.T) {
+	tests := []struct {
+		code     Code
+		approved int
+		terminal string
+		run      string
+	}{
+		{Complete, 2, DoneSuccess, RunCompleted},
+		{GuardViolation, 1, AbortedConstraint, RunStopped},
+		{WorkerAuthFailed, 1, AbortedError, RunFailed},
+		{UserStopped, 1, AbortedUser, RunStopped},
+		{Terminated, 0, AbortedUser, RunStopped},
+		{Timeout, 1, DonePartial, RunStopped},
+		{Timeout, 0, AbortedStuck, RunStopped},
+		{SameErrorRepeated, 0, AbortedStuck, RunStopped},
+		{Stalled, 2, DonePartial, RunStopped},
+		{ConfigInvalid, 0, AbortedError, RunFailed},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.terminal, TerminalStatus(tt.code, tt.approved), "%s/%d", tt.code, tt.approved)
+		assert.Equal(t, tt.run, RunStatus(tt.code), "%s", tt.code)
+	}
+}
+
+func TestTemplatesParseAndRender(t *testing.T) {
+	d := Details{RunID: "20261121T230017Z-3f9a1c", Value: "3", Threshold: "3", Milestone: 2, MilestoneGoal: "fix Add",
+		Command: "go test ./...", Signature: "abc123", Files: []string{"a b.go"}, Grant: "30m", Condition: "same_error", Other: "20261121T230017Z-000000"}
+	for _, r := range All() {
+		_, err := template.New("").Funcs(funcs).Parse(r.Diagnosis)
+		require.NoError(t, err, "%s diagnosis", r.Code)
+		diag := r.Diagnose(d)
+		assert.NotContains(t, diag, "template error", r.Code)
+		assert.NotContains(t, diag, "<no value>", r.Code)
+		for _, a := range r.NextActions {
+			_, err := template.New("").Funcs(funcs).Parse(a)
+			require.NoError(t, err, "%s next action %q", r.Code, a)
+		}
+		for _, a := range r.Actions(d) {
+			assert.NotContains(t, a, "template error", r.Code)
+		}
+	}
+}
+
+func TestActionsLeaveOutCommandsMissingFigures(t *testing.T) {
+	r := MustLookup(Timeout)
+	acts := r.Actions(Details{})
+	for _, a := range acts {
+		assert.False(t, strings.HasPrefix(a, "runr resume"), "a resume without a run id must not be offered: %q", a)
+	}
+	acts = r.Actions(Details{RunID: "20261121T230017Z-3f9a1c", Grant: "30m"})
+	assert.Contains(t, acts, "runr resume 20261121T230017Z-3f9a1c --time 30m")
+}
+
+func TestShellQuote(t *testing.T) {
+	assert.Equal(t, "src/a.go", ShellQuote("src/a.go"))
+	assert.Equal(t, "'a b.go'", ShellQuote("a b.go"))
+	assert.Equal(t, `'it'\''s'`, ShellQuote("it's"))
+	assert.Equal(t, "''", ShellQuote(""))
+	assert.Equal(t, "'line\nbreak'", ShellQuote("line\nbreak"))
+}
+
+func TestClosest(t *testing.T) {
+	assert.Contains(t, Closest("timout", 3), Timeout)
+	assert.Contains(t, Closest("stalld", 3), Stalled)
+	assert.Empty(t, Closest("zzzzzzzzzzzzzzzzzzzz", 3))
+}
+
+func TestErrorsCarryTheirCode(t *testing.T) {
+	err := Errorf(ConfigInvalid, "runr.yaml: stop.noop: -1 is below 0")
+	assert.Equal(t, ConfigInvalid, CodeOf(err))
+	wrapped := Wrap(StateCorrupt, err, "load %s", "state.json")
+	assert.Equal(t, StateCorrupt, CodeOf(wrapped))
+	assert.Equal(t, InternalError, CodeOf(assertErr("plain")))
+	assert.Equal(t, Complete, CodeOf(nil))
+	assert.Nil(t, Wrap(StateCorrupt, nil, "x"))
+}
+
+type assertErr string
+
+func (e assertErr) Error() string { return string(e) }

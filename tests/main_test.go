@@ -1,0 +1,187 @@
+// Package tests drives the built runr binary end to end: testscript
+// scenarios under testdata/script and Go tests for signals and crashes,
+// against the scriptable fake agent in tests/fakeagent.
+package tests
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// binDir holds the freshly built runr and fakeagent binaries.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "runr-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := 1
+	if err := buildBinaries(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	} else {
+		code = m.Run()
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(file))
+}
+
+func buildBinaries(dir string) error {
+	for _, b := range []struct{ out, pkg string }{
+		{"runr", "./cmd/runr"},
+		{"fakeagent", "./tests/fakeagent"},
+	} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
+		cmd.Dir = repoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("build %s: %v\n%s", b.pkg, err, out)
+		}
+	}
+	return nil
+}
+
+// testEnv is the environment of every end-to-end process: the built
+// binaries first on PATH, a private HOME and git identity, no colour
+// decisions inherited from the machine.
+func testEnv(work string) []string {
+	home := filepath.Join(work, ".home")
+	os.MkdirAll(home, 0o755)
+	env := []string{
+		"PATH=" + binDir + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"HOME=" + home,
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=Test", "GIT_AUTHOR_EMAIL=test@example.com",
+		"GIT_COMMITTER_NAME=Test", "GIT_COMMITTER_EMAIL=test@example.com",
+		"LC_ALL=C",
+	}
+	if gc := os.Getenv("GOCACHE"); gc != "" {
+		env = append(env, "GOCACHE="+gc)
+	}
+	return env
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir: filepath.Join("testdata", "script"),
+		Setup: func(e *testscript.Env) error {
+			for _, kv := range testEnv(e.WorkDir) {
+				k, v, _ := strings.Cut(kv, "=")
+				e.Setenv(k, v)
+			}
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exits":    cmdExits,
+			"initrepo": cmdInitRepo,
+			"waitfile": cmdWaitFile,
+			"jsonget":  cmdJSONGet,
+		},
+		RequireExplicitExec: true,
+	})
+}
+
+// exits N PROG ARGS... runs PROG and asserts that it exits with status N;
+// its stdout and stderr are kept for the stdout and stderr commands.
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits CODE program [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exits: %q is not an exit code", args[0])
+	}
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		got = ee.ExitCode()
+	default:
+		ts.Fatalf("exits: %v", err)
+	}
+	if got != want {
+		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+	}
+}
+
+// initrepo [DIR] makes DIR (default: the current directory) a git
+// repository with everything in it committed.
+func cmdInitRepo(ts *testscript.TestScript, neg bool, args []string) {
+	dir := "."
+	if len(args) > 0 {
+		dir = args[0]
+	}
+	dir = ts.MkAbs(dir)
+	for _, a := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"add", "-A"},
+		{"commit", "-q", "--allow-empty", "-m", "initial"},
+	} {
+		cmd := exec.Command("git", a...)
+		cmd.Dir = dir
+		cmd.Env = testEnv(ts.Getenv("WORK"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			ts.Fatalf("git %v: %v\n%s", a, err, out)
+		}
+	}
+}
+
+// waitfile FILE PATTERN polls until FILE exists and contains PATTERN (a
+// plain substring), for at most 30 seconds.
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: waitfile file substring")
+	}
+	path := ts.MkAbs(args[0])
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil && bytes.Contains(b, []byte(args[1])) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ts.Fatalf("waitfile: %s never contained %q", args[0], args[1])
+}
+
+// jsonget FILE EXPR... checks fields of a JSON file: each EXPR is
+// path=value with a dotted path ("stop_reason.code=timeout"), or path? to
+// require that the field exists.
+func cmdJSONGet(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: jsonget file path=value...")
+	}
+	data := ts.ReadFile(args[0])
+	for _, expr := range args[1:] {
+		path, want, hasWant := strings.Cut(expr, "=")
+		path = strings.TrimSuffix(path, "?")
+		got, ok := jsonPath([]byte(data), path)
+		switch {
+		case !ok && !neg:
+			ts.Fatalf("%s: no field %s", args[0], path)
+		case !ok:
+		case hasWant && (got == want) == neg:
+			ts.Fatalf("%s: %s is %s, want %s%s", args[0], path, got, map[bool]string{true: "not "}[neg], want)
+		case !hasWant && neg:
+			ts.Fatalf("%s: unexpected field %s", args[0], path)
+		}
+	}
+}
