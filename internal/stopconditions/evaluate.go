@@ -1,0 +1,266 @@
+package stopconditions
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// Stop is the winner of an evaluation: the reason the run stops.
+type Stop struct {
+	Code stopreasons.Code
+	// Condition is the rule key ("max_reject_rate", "budget.time") or the
+	// custom entry ("stop.failure[0]: output_pattern").
+	Condition string
+	Value     any // a number (int or float64) or a duration string; nil when the rule has none
+	Threshold any
+	Message   string // "Reject rate 37.5% exceeds 30% threshold"
+}
+
+// Progress says how close one active rule is to firing.
+type Progress struct {
+	Name     string // the rule key or the custom entry ("stop.success[0]")
+	Progress float64
+	Message  string
+}
+
+// Verdict is the outcome of an evaluation.
+type Verdict struct {
+	Stop *Stop // nil: the run goes on
+	// Progress has every active rule that can be near or far from firing, in
+	// priority order. The user's stop request and the approval of every
+	// milestone are yes-or-no events, not rules to approach, and are left out.
+	Progress []Progress
+}
+
+// Rule names that are not keys of the config.
+const (
+	RuleUserSignal     = "user_signal"          // a `runr stop` request
+	RuleMilestones     = "milestones"           // every milestone approved
+	RuleFinishedFailed = "on_milestone_failure" // the run finished with failed milestones
+	RuleReviewRepeated = "review_repeated"      // the review asked for the same changes twice
+)
+
+// Evaluate applies every rule to the snapshot in the priority order of the
+// design contract; the first rule that is due wins. review_rejected and the
+// stops of the outcome table happen inside the tick and are not judged here.
+// Every rule is evaluated, even after a winner is found, so that the
+// progress of all of them is known.
+func Evaluate(s *Snapshot, r Rules, l Limits) Verdict {
+	e := evaluation{}
+
+	e.fire(RuleUserSignal, stopreasons.UserStopped, userSignal{}.Evaluate(s), nil, nil)
+
+	allApproved := s.Finished && s.Approved >= s.TotalMilestones
+	e.fire(RuleMilestones, stopreasons.Complete, Result{
+		Met:     allApproved,
+		Message: fmt.Sprintf("%d of %d milestones approved", s.Approved, s.TotalMilestones),
+	}, s.Approved, s.TotalMilestones)
+	e.custom("stop.success", r.Success, stopreasons.Complete, s)
+
+	if r.CircuitBreaker > 0 {
+		e.rule("circuit_breaker", stopreasons.CircuitBreaker,
+			countResult(s.Attempts, r.CircuitBreaker, "attempts in all"), s.Attempts, r.CircuitBreaker)
+	}
+
+	failCode := stopreasons.VerificationFailed
+	if s.LastFailureAgent {
+		failCode = stopreasons.WorkerFailed
+	}
+	if r.MaxMilestoneRetries > 0 && r.OnMilestoneFailure != OnFailureSkip {
+		// A milestone fails when its failures exceed the retries, that is
+		// on failure retries+1.
+		res := Result{
+			Met:      s.MilestoneFailures > r.MaxMilestoneRetries,
+			Progress: fraction(float64(s.MilestoneFailures), float64(r.MaxMilestoneRetries+1)),
+			Message: fmt.Sprintf("Milestone %d: %d failed attempts (max_milestone_retries %d)",
+				s.Milestone, s.MilestoneFailures, r.MaxMilestoneRetries),
+		}
+		e.rule("max_milestone_retries", failCode, res, s.MilestoneFailures, r.MaxMilestoneRetries)
+	}
+	if unapproved := s.Failed + s.Rejected; s.Finished && !allApproved && unapproved > 0 {
+		e.fire(RuleFinishedFailed, failCode, Result{
+			Met: true,
+			Message: fmt.Sprintf("The run finished with %d of %d milestones failed or rejected",
+				unapproved, s.TotalMilestones),
+		}, unapproved, nil)
+	}
+
+	e.fire(RuleReviewRepeated, stopreasons.ReviewLoopDetected, Result{
+		Met:     s.ReviewRepeated,
+		Message: "The review asked for the same changes twice in a row",
+	}, s.ReviewRounds, nil)
+	if r.MaxReviewRounds > 0 {
+		e.rule("max_review_rounds", stopreasons.ReviewLoopDetected,
+			countResult(s.ReviewRounds, r.MaxReviewRounds, "review rounds"), s.ReviewRounds, r.MaxReviewRounds)
+	}
+
+	if r.MaxConsecutiveFails > 0 {
+		e.rule("max_consecutive_fails", stopreasons.ConsecutiveFails,
+			countResult(s.ConsecutiveFails, r.MaxConsecutiveFails, "consecutive failed milestones"),
+			s.ConsecutiveFails, r.MaxConsecutiveFails)
+	}
+	e.rate("max_reject_rate", stopreasons.RejectRateExceeded, "Reject rate",
+		s.Failed+s.Rejected, s.Attempted, r.MaxRejectRate, r.MinAttemptsForRates)
+	e.rate("max_retry_rate", stopreasons.RetryRateExceeded, "Retry rate",
+		s.Retried, s.Attempted, r.MaxRetryRate, r.MinAttemptsForRates)
+
+	if r.SameError > 0 {
+		e.rule("same_error", stopreasons.SameErrorRepeated,
+			countResult(s.SameError, r.SameError, "failed attempts in a row with the same error"), s.SameError, r.SameError)
+	}
+	if r.Noop > 0 {
+		e.rule("noop", stopreasons.NoopStreak,
+			countResult(s.Noop, r.Noop, "agent calls in a row that changed nothing"), s.Noop, r.Noop)
+	}
+	if r.NoProgress > 0 {
+		e.rule("no_progress", stopreasons.NoProgress,
+			countResult(s.NoProgress, r.NoProgress, "iterations without progress"), s.NoProgress, r.NoProgress)
+	}
+	if r.MaxEdge > 0 {
+		edge, n := busiestEdge(s.Edges)
+		res := Result{
+			Met:      n >= r.MaxEdge,
+			Progress: fraction(float64(n), float64(r.MaxEdge)),
+			Message:  fmt.Sprintf("No backward edge in milestone %d (limit %d)", s.Milestone, r.MaxEdge),
+		}
+		if edge != "" {
+			res.Message = fmt.Sprintf("Backward edge %s taken %d times in milestone %d (limit %d)", edge, n, s.Milestone, r.MaxEdge)
+		}
+		e.rule("max_edge", stopreasons.PhaseLoop, res, n, r.MaxEdge)
+	}
+
+	e.custom("stop.failure", r.Failure, stopreasons.ConditionFailed, s)
+	e.custom("stop.conditions", r.Conditions, stopreasons.ConditionFailed, s)
+
+	if l.MaxCostUSD > 0 {
+		res := Result{
+			Met:      s.CostUSD >= l.MaxCostUSD,
+			Progress: fraction(s.CostUSD, l.MaxCostUSD),
+			Message:  fmt.Sprintf("Cost $%.2f of the $%.2f budget", s.CostUSD, l.MaxCostUSD),
+		}
+		if res.Met {
+			res.Message = fmt.Sprintf("Cost $%.2f reached the $%.2f budget", s.CostUSD, l.MaxCostUSD)
+		}
+		e.rule("budget.max_cost_usd", stopreasons.BudgetExceeded, res, s.CostUSD, l.MaxCostUSD)
+	}
+	if l.MaxTokens > 0 {
+		res := Result{
+			Met:      s.Tokens >= l.MaxTokens,
+			Progress: fraction(float64(s.Tokens), float64(l.MaxTokens)),
+			Message:  fmt.Sprintf("%d tokens (limit %d)", s.Tokens, l.MaxTokens),
+		}
+		e.rule("budget.max_tokens", stopreasons.BudgetExceeded, res, s.Tokens, l.MaxTokens)
+	}
+	if l.MaxIterations > 0 {
+		e.rule("budget.max_iterations", stopreasons.MaxIterations,
+			countResult(s.Iteration, l.MaxIterations, "iterations"), s.Iteration, l.MaxIterations)
+	}
+	if l.MaxTicks > 0 {
+		e.rule("budget.max_ticks", stopreasons.MaxTicks,
+			countResult(s.Tick, l.MaxTicks, "ticks"), s.Tick, l.MaxTicks)
+	}
+	if l.Time > 0 {
+		elapsed := s.Elapsed.Round(time.Second)
+		res := Result{
+			Met:      s.Elapsed >= l.Time,
+			Progress: fraction(float64(s.Elapsed), float64(l.Time)),
+			Message:  fmt.Sprintf("%s elapsed (limit %s)", elapsed, l.Time),
+		}
+		e.rule("budget.time", stopreasons.Timeout, res, elapsed.String(), l.Time.String())
+	}
+	return e.verdict
+}
+
+// evaluation collects the progress of the rules and the first stop due.
+type evaluation struct{ verdict Verdict }
+
+// fire considers a yes-or-no event: it can win, but has no progress to show.
+func (e *evaluation) fire(name string, code stopreasons.Code, res Result, value, threshold any) {
+	if res.Met && e.verdict.Stop == nil {
+		e.verdict.Stop = &Stop{Code: code, Condition: name, Value: value, Threshold: threshold, Message: res.Message}
+	}
+}
+
+// rule considers an active rule: it records its progress and can win.
+func (e *evaluation) rule(name string, code stopreasons.Code, res Result, value, threshold any) {
+	if res.Met {
+		res.Progress = 1
+	}
+	e.verdict.Progress = append(e.verdict.Progress, Progress{Name: name, Progress: res.Progress, Message: res.Message})
+	e.fire(name, code, res, value, threshold)
+}
+
+// custom considers the conditions of one list of the config, in order.
+func (e *evaluation) custom(list string, conds []Condition, code stopreasons.Code, s *Snapshot) {
+	for i, c := range conds {
+		name := fmt.Sprintf("%s[%d]", list, i)
+		res := c.Evaluate(s)
+		if res.Met {
+			res.Progress = 1
+		}
+		e.verdict.Progress = append(e.verdict.Progress, Progress{Name: name, Progress: clamp01(res.Progress), Message: res.Message})
+		e.fire(name+": "+c.Type(), code, res, nil, nil)
+	}
+}
+
+// rate considers a rate rule: part/whole, due when above threshold, and
+// judged only once whole reaches minWhole, so that one early failure cannot
+// stop a run.
+func (e *evaluation) rate(name string, code stopreasons.Code, label string, part, whole int, threshold float64, minWhole int) {
+	if threshold <= 0 {
+		return
+	}
+	rate := 0.0
+	if whole > 0 {
+		rate = float64(part) / float64(whole)
+	}
+	res := Result{Progress: fraction(rate, threshold)}
+	switch {
+	case whole == 0 || whole < minWhole:
+		// Not judged yet: it cannot fire, so it is shown as far from firing.
+		res.Progress = 0
+		res.Message = fmt.Sprintf("%s %s (threshold %s; judged from %d attempted milestones, %d so far)",
+			label, percent(rate), percent(threshold), max(minWhole, 1), whole)
+	case rate > threshold:
+		res.Met = true
+		res.Message = fmt.Sprintf("%s %s exceeds %s threshold", label, percent(rate), percent(threshold))
+	default:
+		res.Message = fmt.Sprintf("%s %s (threshold %s)", label, percent(rate), percent(threshold))
+	}
+	e.rule(name, code, res, rate, threshold)
+}
+
+// percent formats a fraction as a percentage with at most one decimal:
+// 0.375 is "37.5%", 0.3 is "30%".
+func percent(f float64) string {
+	return strconv.FormatFloat(roundTo(f*100, 1), 'f', -1, 64) + "%"
+}
+
+func roundTo(f float64, decimals int) float64 {
+	p := 1.0
+	for range decimals {
+		p *= 10
+	}
+	return float64(int64(f*p+0.5)) / p
+}
+
+// busiestEdge is the backward edge taken most often, the first by name among
+// equals so that messages do not depend on map order.
+func busiestEdge(edges map[string]int) (string, int) {
+	names := make([]string, 0, len(edges))
+	for k := range edges {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	best, n := "", 0
+	for _, k := range names {
+		if edges[k] > n {
+			best, n = k, edges[k]
+		}
+	}
+	return best, n
+}
