@@ -1,0 +1,122 @@
+package guard
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestBaselineJudgesOnlyLaterChanges(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := newRepo(t, true)
+	commitFiles(t, dir, map[string]string{"user.txt": "v1\n", "reverted.txt": "v1\n", "gone.txt": "x\n", "clean.txt": "c\n"})
+
+	// The user's own uncommitted work before the run.
+	writeFile(t, dir, "user.txt", "v2 by the user\n")
+	writeFile(t, dir, "reverted.txt", "v2 by the user\n")
+	writeFile(t, dir, "odd\nname .txt", "untracked by the user\n")
+	require.NoError(t, os.Remove(filepath.Join(dir, "gone.txt")))
+
+	base, err := TakeBaseline(ctx, dir)
+	require.NoError(t, err)
+	assert.Equal(t, DeletedHash, base["gone.txt"])
+	assert.Len(t, base["user.txt"], 40, "a git blob id")
+	assert.NotContains(t, base, "clean.txt")
+
+	changed, err := ChangedSince(ctx, dir, base)
+	require.NoError(t, err)
+	assert.Empty(t, changed, "nothing changed since the baseline")
+
+	// The agent's work.
+	writeFile(t, dir, "new.txt", "by the agent\n")
+	writeFile(t, dir, "clean.txt", "edited by the agent\n")
+	changed, err = ChangedSince(ctx, filepath.Join(dir), base)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"clean.txt", "new.txt"}, changed)
+
+	// Further edits to files dirty at the start count, and so does undoing them.
+	writeFile(t, dir, "user.txt", "v3 by the agent\n")
+	writeFile(t, dir, "odd\nname .txt", "edited by the agent\n")
+	gitT(t, dir, "checkout", "--", "reverted.txt")
+	writeFile(t, dir, "gone.txt", "restored\n")
+	changed, err = ChangedSince(ctx, dir, base)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"clean.txt", "gone.txt", "new.txt", "odd\nname .txt", "reverted.txt", "user.txt"}, changed)
+}
+
+func TestBaselineSeesCommitsMadeSince(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := newRepo(t, true)
+	commitFiles(t, dir, map[string]string{"a.txt": "a\n"})
+	writeFile(t, dir, "dirty.txt", "the user's\n")
+
+	base, err := TakeBaseline(ctx, dir)
+	require.NoError(t, err)
+
+	// The agent commits its work, and the user's file unchanged with it: the
+	// status is clean afterwards, yet the agent's files changed.
+	writeFile(t, dir, "api/handler.go", "package api\n")
+	gitT(t, dir, "add", "--all")
+	gitT(t, dir, "commit", "--quiet", "-m", "agent")
+
+	changed, err := ChangedSince(ctx, dir, base)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"api/handler.go"}, changed)
+}
+
+func TestBaselineInRepoWithoutCommits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := newRepo(t, true)
+	writeFile(t, dir, "TASK.md", "task\n")
+
+	base, err := TakeBaseline(ctx, dir)
+	require.NoError(t, err)
+	changed, err := ChangedSince(ctx, dir, base)
+	require.NoError(t, err)
+	assert.Empty(t, changed)
+
+	commitFiles(t, dir, map[string]string{"main.go": "package main\n"})
+	changed, err = ChangedSince(ctx, dir, base)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"main.go"}, changed, "TASK.md was committed unchanged")
+}
+
+func TestBaselineSymlinkAndDirectory(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := newRepo(t, true)
+	commitFiles(t, dir, map[string]string{"a": "a"})
+	require.NoError(t, os.Symlink("a", filepath.Join(dir, "link")))
+
+	base, err := TakeBaseline(ctx, dir)
+	require.NoError(t, err)
+	assert.Equal(t, "symlink:a", base["link"])
+
+	require.NoError(t, os.Remove(filepath.Join(dir, "link")))
+	require.NoError(t, os.Symlink("elsewhere", filepath.Join(dir, "link")))
+	changed, err := ChangedSince(ctx, dir, base)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"link"}, changed)
+}
+
+func TestQuotePath(t *testing.T) {
+	t.Parallel()
+	tests := map[string]string{
+		"plain.txt":     `"plain.txt"`,
+		"with space":    `"with space"`,
+		"new\nline":     `"new\012line"`,
+		`"quoted"`:      `"\"quoted\""`,
+		`back\slash`:    `"back\\slash"`,
+		"bytes\xff\xfe": "\"bytes\xff\xfe\"",
+	}
+	for in, want := range tests {
+		assert.Equal(t, want, quotePath(in), "quotePath(%q)", in)
+	}
+}
