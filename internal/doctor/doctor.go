@@ -1,0 +1,579 @@
+// Package doctor explains runs and checks the environment runr works in.
+//
+// Diagnose turns a run's state and run dir into a Report: why the run stopped,
+// with the run's own figures as evidence, and the exact commands to run next.
+// It never fails on a damaged run; what it could not read becomes a warning.
+// CheckEnvironment answers `runr doctor` without a run id.
+package doctor
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/runr-dev/runr/internal/state"
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// Report is the diagnosis of one run. Its JSON field names are stable.
+type Report struct {
+	RunID          string `json:"run_id"`
+	RunStatus      string `json:"run_status"`
+	TerminalStatus string `json:"terminal_status"`
+	// Stopped is false for a run without a stop reason (running or crashed).
+	Stopped   bool       `json:"stopped"`
+	Reason    ReasonInfo `json:"reason"`
+	Diagnosis string     `json:"diagnosis"`
+	Evidence  Evidence   `json:"evidence"`
+	// Rule says which rule fired, with its value and threshold.
+	Rule string `json:"rule"`
+	// Conditions are the other rules, closest to firing first.
+	Conditions []state.ConditionProg `json:"conditions"`
+	Milestones []MilestoneRow        `json:"milestones"`
+	// NextActions are commands to run as printed.
+	NextActions []string `json:"next_actions"`
+	// Hints are next actions for a person that are not commands.
+	Hints    []string `json:"hints"`
+	Warnings []string `json:"warnings"`
+}
+
+// ReasonInfo is the registry's row for the run's stop reason.
+type ReasonInfo struct {
+	Code          stopreasons.Code `json:"code"`
+	Known         bool             `json:"known"`
+	Title         string           `json:"title"`
+	Family        string           `json:"family"`
+	Category      string           `json:"category"`
+	ExitCode      int              `json:"exit_code"`
+	AutoResumable bool             `json:"auto_resumable"`
+	Condition     string           `json:"condition,omitempty"`
+	Value         string           `json:"value,omitempty"`
+	Threshold     string           `json:"threshold,omitempty"`
+	Message       string           `json:"message,omitempty"`
+}
+
+// Evidence is what the diagnosis rests on.
+type Evidence struct {
+	LastFailure *FailureEvidence `json:"last_failure,omitempty"`
+	Signatures  []SignatureCount `json:"signatures"`
+	Counters    state.Counters   `json:"counters"`
+	// Files are the files a guard named (stop_reason.details["files"]).
+	Files []string `json:"files"`
+	// ResetAt is when a provider's rate limit resets, if the agent said.
+	ResetAt       string           `json:"reset_at,omitempty"`
+	Usage         state.Usage      `json:"usage"`
+	MaxCostUSD    float64          `json:"max_cost_usd"`
+	MaxTokens     int64            `json:"max_tokens"`
+	ElapsedMS     int64            `json:"elapsed_ms"`
+	BudgetTimeMS  int64            `json:"budget_time_ms"`
+	Tick          int              `json:"tick"`
+	MaxTicks      int              `json:"max_ticks"`
+	Iteration     int              `json:"iteration"`
+	MaxIterations int              `json:"max_iterations"`
+	Statistics    state.Statistics `json:"statistics"`
+	Timeline      TimelineSummary  `json:"timeline"`
+}
+
+// FailureEvidence is the last failing command and the end of its output.
+type FailureEvidence struct {
+	Tick      int    `json:"tick"`
+	Phase     string `json:"phase"`
+	Command   string `json:"command"`
+	ExitCode  int    `json:"exit_code"`
+	Signature string `json:"signature,omitempty"`
+	// Log is the full output's file, relative to the run dir.
+	Log string `json:"log,omitempty"`
+	// Tail is the end of the log file when it could be read, else the tail
+	// state.json kept.
+	Tail  string `json:"tail"`
+	Notes string `json:"notes,omitempty"`
+}
+
+// SignatureCount is one error signature and how often the attempts hit it.
+type SignatureCount struct {
+	Signature string `json:"signature"`
+	Count     int    `json:"count"`
+	FirstTick int    `json:"first_tick"`
+	LastTick  int    `json:"last_tick"`
+}
+
+// TimelineSummary is what a pass over timeline.jsonl found.
+type TimelineSummary struct {
+	Present  bool           `json:"present"`
+	Events   int64          `json:"events"`
+	ByType   map[string]int `json:"by_type"`
+	LastSeq  int64          `json:"last_seq"`
+	LastType string         `json:"last_type,omitempty"`
+	LastTick int            `json:"last_tick"`
+	LastTS   *time.Time     `json:"last_ts,omitempty"`
+}
+
+// MilestoneRow is one milestone with its attempts.
+type MilestoneRow struct {
+	Number   int            `json:"number"` // 1-based
+	Goal     string         `json:"goal"`
+	Status   string         `json:"status"`
+	Attempts int            `json:"attempts"`
+	Outcomes []string       `json:"outcomes"`
+	Edges    map[string]int `json:"edges,omitempty"`
+	CostUSD  float64        `json:"cost_usd"`
+	Commit   string         `json:"commit,omitempty"`
+}
+
+// Budget kinds that a resume can grant more of; the Grant follows the kind.
+type budgetKind int
+
+const (
+	budgetNone budgetKind = iota
+	budgetTime
+	budgetTicks
+	budgetIterations
+	budgetCost
+)
+
+var budgetOf = map[stopreasons.Code]budgetKind{
+	stopreasons.Timeout:        budgetTime,
+	stopreasons.MaxTicks:       budgetTicks,
+	stopreasons.MaxIterations:  budgetIterations,
+	stopreasons.BudgetExceeded: budgetCost,
+}
+
+// Defaults granted when the run's own budget is not known (DESIGN §4).
+const (
+	defaultGrantTime  = 30 * time.Minute
+	defaultGrantTicks = 200
+)
+
+// Diagnose explains the run st, whose files are in runDir. It reads the
+// timeline (streaming) and the last failure's log; whatever is missing or
+// damaged becomes a warning, so it only fails on a nil state.
+func Diagnose(st *state.State, runDir string) (*Report, error) {
+	if st == nil {
+		return nil, stopreasons.Errorf(stopreasons.InternalError, "doctor: no run state to diagnose")
+	}
+	r := &Report{
+		RunID:      st.RunID,
+		RunStatus:  st.RunStatus,
+		Conditions: []state.ConditionProg{},
+		Milestones: milestoneRows(st),
+		Hints:      []string{},
+		Warnings:   []string{},
+	}
+	r.Evidence = gatherEvidence(st, runDir, r)
+
+	if st.StopReason == nil || st.StopReason.Code == "" {
+		diagnoseUnstopped(st, r)
+	} else {
+		diagnoseStop(st, r)
+	}
+	if r.NextActions == nil {
+		r.NextActions = []string{}
+	}
+	return r, nil
+}
+
+// diagnoseUnstopped covers a run with no stop reason: live, or crashed
+// before it could record one.
+func diagnoseUnstopped(st *state.State, r *Report) {
+	r.Reason = ReasonInfo{Title: "No stop reason recorded"}
+	where := fmt.Sprintf("tick %d", st.Tick)
+	if st.Phase != "" {
+		where += ", phase " + st.Phase
+	}
+	if r.RunStatus == stopreasons.RunCrashed {
+		r.Diagnosis = fmt.Sprintf("The run has no stop reason: runr ended without recording one (killed, or the machine went down) at %s. A resume continues from the last saved state.", where)
+	} else {
+		r.Diagnosis = fmt.Sprintf("The run has no stop reason: it is still running (%s), or runr ended without recording one. `runr status` shows a run whose runr process is gone as crashed; a resume continues it from the last saved state.", where)
+	}
+	r.Rule = "none"
+	r.Conditions = sortedConditions(st.Conditions, "")
+	if st.RunID != "" {
+		r.NextActions = []string{"runr status " + st.RunID, "runr resume " + st.RunID}
+	}
+}
+
+func diagnoseStop(st *state.State, r *Report) {
+	sr := st.StopReason
+	d := details(st, r)
+	reg, known := stopreasons.Lookup(sr.Code)
+
+	r.Stopped = true
+	r.Reason = ReasonInfo{
+		Code:      sr.Code,
+		Known:     known,
+		Condition: sr.Condition,
+		Value:     d.Value,
+		Threshold: d.Threshold,
+		Message:   sr.Message,
+	}
+	r.TerminalStatus = sr.TerminalStatus
+	if r.TerminalStatus == "" {
+		r.TerminalStatus = stopreasons.TerminalStatus(sr.Code, d.Approved)
+	}
+	if r.RunStatus == "" {
+		r.RunStatus = stopreasons.RunStatus(sr.Code)
+	}
+	r.Rule = rule(sr.Code, d)
+	r.Conditions = sortedConditions(st.Conditions, sr.Condition)
+
+	if !known {
+		r.Reason.Title = "Unknown stop reason"
+		r.Reason.Family = sr.Family
+		r.Reason.Category = string(stopreasons.CategoryError)
+		r.Reason.ExitCode = stopreasons.UnknownExitCode
+		r.Diagnosis = fmt.Sprintf("The run stopped with %q, a reason this runr does not know (the run may come from a newer runr). Treat it as a failure.", string(sr.Code))
+		if sr.Message != "" {
+			r.Diagnosis += " Its message: " + sr.Message
+		}
+		r.Hints = append(r.Hints, "read the run's state with a runr as new as the one that wrote it")
+		if st.RunID != "" {
+			r.NextActions = []string{"runr status " + st.RunID}
+		}
+		return
+	}
+
+	r.Reason.Title = reg.Title
+	r.Reason.Family = string(reg.Family)
+	r.Reason.Category = string(reg.Category)
+	r.Reason.ExitCode = reg.ExitCode
+	r.Reason.AutoResumable = reg.AutoResumable
+	r.Diagnosis = reg.Diagnose(d)
+
+	for _, a := range reg.Actions(d) {
+		if stopreasons.IsCommand(a) {
+			r.NextActions = append(r.NextActions, a)
+		} else {
+			r.Hints = append(r.Hints, a)
+		}
+	}
+	r.Hints = append(r.Hints, familyHints(st, reg, d, r)...)
+}
+
+// familyHints adds what a family's stops have in common beyond the
+// registry's own next actions.
+func familyHints(st *state.State, reg stopreasons.Reason, d stopreasons.Details, r *Report) []string {
+	var out []string
+	if budgetOf[reg.Code] == budgetCost && d.Grant == "" {
+		out = append(out, "the token budget has no resume flag: raise budget.max_tokens in runr.yaml, then resume with --force")
+	}
+	if reg.Family == stopreasons.FamilyWorker && r.Evidence.ResetAt != "" {
+		out = append(out, "the provider's limit resets at "+r.Evidence.ResetAt)
+	}
+	if f := r.Evidence.LastFailure; f != nil && f.Log != "" && reg.Family != stopreasons.FamilySuccess {
+		out = append(out, "full output of the last failure: "+filepath.ToSlash(filepath.Join("runs", st.RunID, f.Log)))
+	}
+	return out
+}
+
+// details fills the registry's template fields from the run's own figures.
+func details(st *state.State, r *Report) stopreasons.Details {
+	sr := st.StopReason
+	approved, total := progress(st)
+	d := stopreasons.Details{
+		RunID:     st.RunID,
+		Condition: sr.Condition,
+		Value:     human(sr.Value),
+		Threshold: human(sr.Threshold),
+		Message:   sr.Message,
+		Tick:      st.Tick,
+		Approved:  approved,
+		Total:     total,
+		Files:     r.Evidence.Files,
+		ResetAt:   r.Evidence.ResetAt,
+		Other:     detailString(sr.Details, "other"),
+		Command:   detailString(sr.Details, "command"),
+		Signature: detailString(sr.Details, "signature"),
+	}
+	if f := st.LastFailure; f != nil {
+		if d.Command == "" {
+			d.Command = f.Command
+		}
+		if d.Signature == "" {
+			d.Signature = f.Signature
+		}
+	}
+	if d.Signature == "" {
+		d.Signature = st.LastErrorSignature
+	}
+	d.Milestone = st.MilestoneIndex + 1
+	if n, ok := detailInt(sr.Details, "milestone"); ok && n > 0 {
+		d.Milestone = n
+	}
+	if d.Milestone >= 1 && d.Milestone <= len(st.Milestones) {
+		d.MilestoneGoal = st.Milestones[d.Milestone-1].Goal
+	}
+	if d.Other == "" {
+		d.Other = detailString(sr.Details, "other_run")
+	}
+
+	switch budgetOf[sr.Code] {
+	case budgetTime:
+		// The run's own clock is authoritative; a stop may record raw numbers.
+		if _, ok := sr.Value.(string); !ok {
+			d.Value = duration(st.ElapsedMS)
+		}
+		if _, ok := sr.Threshold.(string); !ok && st.Budget.TimeMS > 0 {
+			d.Threshold = duration(st.Budget.TimeMS)
+		}
+		d.Grant = duration(defaultGrantTime.Milliseconds())
+		if st.Budget.TimeMS > 0 {
+			d.Grant = duration(st.Budget.TimeMS)
+		}
+	case budgetTicks:
+		if d.Threshold == "" && st.Budget.MaxTicks > 0 {
+			d.Threshold = strconv.Itoa(st.Budget.MaxTicks)
+		}
+		d.Grant = strconv.Itoa(defaultGrantTicks)
+		if st.Budget.MaxTicks > 0 {
+			d.Grant = strconv.Itoa(st.Budget.MaxTicks)
+		}
+	case budgetIterations:
+		if d.Threshold == "" && st.Budget.MaxIterations > 0 {
+			d.Threshold = strconv.Itoa(st.Budget.MaxIterations)
+		}
+		d.Grant = strconv.Itoa(max(st.Budget.MaxIterations, st.Iteration, 1))
+	case budgetCost:
+		if st.Budget.MaxCostUSD > 0 && !tokenBudget(st) {
+			if d.Condition == "" {
+				d.Condition = "cost"
+			}
+			if _, ok := sr.Value.(string); !ok {
+				d.Value = usd(st.Usage.CostUSD)
+			}
+			if _, ok := sr.Threshold.(string); !ok {
+				d.Threshold = usd(st.Budget.MaxCostUSD)
+			}
+			d.Grant = strconv.FormatFloat(st.Budget.MaxCostUSD, 'f', -1, 64)
+		} else if d.Condition == "" {
+			d.Condition = "token"
+		}
+	}
+	return d
+}
+
+// tokenBudget reports whether the spent budget was tokens rather than USD.
+func tokenBudget(st *state.State) bool {
+	if st.Budget.MaxTokens <= 0 {
+		return false
+	}
+	if strings.Contains(st.StopReason.Condition, "token") {
+		return true
+	}
+	return st.Budget.MaxCostUSD <= 0 || st.Usage.CostUSD < st.Budget.MaxCostUSD
+}
+
+func rule(code stopreasons.Code, d stopreasons.Details) string {
+	name := d.Condition
+	if name == "" {
+		name = string(code)
+	}
+	switch {
+	case d.Message != "":
+		return name + ": " + d.Message
+	case d.Value != "" && d.Threshold != "":
+		return fmt.Sprintf("%s: %s (threshold %s)", name, d.Value, d.Threshold)
+	}
+	return name
+}
+
+// sortedConditions lists the rules other than the one that fired, closest
+// to firing first.
+func sortedConditions(cs []state.ConditionProg, fired string) []state.ConditionProg {
+	out := []state.ConditionProg{}
+	for _, c := range cs {
+		if fired != "" && c.Name == fired {
+			continue
+		}
+		out = append(out, c)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Progress > out[j].Progress })
+	return out
+}
+
+// progress counts approved milestones from the milestones themselves, so a
+// state whose statistics were not updated still says the right thing.
+func progress(st *state.State) (approved, total int) {
+	for _, m := range st.Milestones {
+		if m.Status == state.MilestoneApproved {
+			approved++
+		}
+	}
+	total = len(st.Milestones)
+	approved = max(approved, st.Statistics.Approved)
+	total = max(total, st.Statistics.TotalMilestones)
+	return approved, total
+}
+
+func milestoneRows(st *state.State) []MilestoneRow {
+	rows := make([]MilestoneRow, 0, len(st.Milestones))
+	for i, m := range st.Milestones {
+		row := MilestoneRow{
+			Number:   i + 1,
+			Goal:     m.Goal,
+			Status:   m.Status,
+			Attempts: len(m.Attempts),
+			Outcomes: make([]string, 0, len(m.Attempts)),
+			Edges:    m.Edges,
+			Commit:   m.Commit,
+		}
+		for _, a := range m.Attempts {
+			row.Outcomes = append(row.Outcomes, a.Outcome)
+			row.CostUSD += a.CostUSD
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+func signatureCounts(st *state.State) []SignatureCount {
+	idx := map[string]int{}
+	out := []SignatureCount{}
+	for _, m := range st.Milestones {
+		for _, a := range m.Attempts {
+			if a.ErrorSignature == "" {
+				continue
+			}
+			i, ok := idx[a.ErrorSignature]
+			if !ok {
+				i = len(out)
+				idx[a.ErrorSignature] = i
+				out = append(out, SignatureCount{Signature: a.ErrorSignature, FirstTick: a.Tick})
+			}
+			out[i].Count++
+			out[i].LastTick = max(out[i].LastTick, a.Tick)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].LastTick > out[j].LastTick
+	})
+	return out
+}
+
+func gatherEvidence(st *state.State, runDir string, r *Report) Evidence {
+	ev := Evidence{
+		Signatures:    signatureCounts(st),
+		Counters:      st.Counters,
+		Files:         []string{},
+		Usage:         st.Usage,
+		MaxCostUSD:    st.Budget.MaxCostUSD,
+		MaxTokens:     st.Budget.MaxTokens,
+		ElapsedMS:     st.ElapsedMS,
+		BudgetTimeMS:  st.Budget.TimeMS,
+		Tick:          st.Tick,
+		MaxTicks:      st.Budget.MaxTicks,
+		Iteration:     st.Iteration,
+		MaxIterations: st.Budget.MaxIterations,
+		Statistics:    st.Statistics,
+	}
+	if ev.Counters.Edges == nil {
+		ev.Counters.Edges = map[string]int{}
+	}
+	if sr := st.StopReason; sr != nil {
+		ev.Files = detailStrings(sr.Details, "files")
+		ev.ResetAt = detailString(sr.Details, "reset_at")
+	}
+	if f := st.LastFailure; f != nil {
+		fe := &FailureEvidence{
+			Tick: f.Tick, Phase: f.Phase, Command: f.Command, ExitCode: f.ExitCode,
+			Signature: f.Signature, Log: f.Log, Tail: f.Tail, Notes: f.Notes,
+		}
+		if f.Log != "" {
+			tail, err := logTail(runDir, f.Log)
+			if err != nil {
+				r.Warnings = append(r.Warnings, err.Error())
+			} else if tail != "" {
+				fe.Tail = tail
+			}
+		}
+		ev.LastFailure = fe
+	}
+	sum, warns := scanTimeline(filepath.Join(runDir, timelineFile))
+	ev.Timeline = sum
+	r.Warnings = append(r.Warnings, warns...)
+	return ev
+}
+
+// human formats a stop's value or threshold as decoded from JSON or set in code.
+func human(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case time.Duration:
+		return duration(x.Milliseconds())
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case float32:
+		return strconv.FormatFloat(float64(x), 'f', -1, 32)
+	}
+	return fmt.Sprint(v)
+}
+
+// duration formats milliseconds the way a user writes them: 30m, 1h30m, 45s.
+func duration(ms int64) string {
+	d := (time.Duration(ms) * time.Millisecond).Round(time.Second)
+	if d == 0 {
+		return "0s"
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+func usd(v float64) string { return fmt.Sprintf("$%.2f", v) }
+
+func detailString(m map[string]any, key string) string {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return ""
+	}
+	return human(v)
+}
+
+func detailInt(m map[string]any, key string) (int, bool) {
+	switch x := m[key].(type) {
+	case float64:
+		return int(x), true
+	case int:
+		return x, true
+	case int64:
+		return int(x), true
+	case string:
+		n, err := strconv.Atoi(x)
+		return n, err == nil
+	}
+	return 0, false
+}
+
+// detailStrings reads a list of strings, as decoded from JSON ([]any) or set
+// in code ([]string); a single string is a list of one.
+func detailStrings(m map[string]any, key string) []string {
+	out := []string{}
+	switch x := m[key].(type) {
+	case []string:
+		out = append(out, x...)
+	case []any:
+		for _, v := range x {
+			if s := human(v); s != "" {
+				out = append(out, s)
+			}
+		}
+	case string:
+		if x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,253 @@
+package doctor
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/fatih/color"
+)
+
+// JSON returns the report as one indented JSON object.
+func (r *Report) JSON() ([]byte, error) {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode doctor report of run %s: %w", r.RunID, err)
+	}
+	return append(b, '\n'), nil
+}
+
+// palette holds the styles of one WriteText call; colour is decided per call
+// because the caller knows which stream the text goes to.
+type palette struct {
+	head, bad, good, cmd, dim *color.Color
+}
+
+func newPalette(enabled bool) palette {
+	p := palette{
+		head: color.New(color.Bold),
+		bad:  color.New(color.FgRed, color.Bold),
+		good: color.New(color.FgGreen, color.Bold),
+		cmd:  color.New(color.FgCyan),
+		dim:  color.New(color.Faint),
+	}
+	for _, c := range []*color.Color{p.head, p.bad, p.good, p.cmd, p.dim} {
+		if enabled {
+			c.EnableColor()
+		} else {
+			c.DisableColor()
+		}
+	}
+	return p
+}
+
+// WriteText writes the report for a person. Each next command is a line of
+// its own: "$ " and the exact command, nothing after it.
+func (r *Report) WriteText(w io.Writer, useColor bool) error {
+	p := newPalette(useColor)
+	var b strings.Builder
+	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+
+	status := r.RunStatus
+	if r.TerminalStatus != "" {
+		status += ", " + r.TerminalStatus
+	}
+	line("%s %s (%s)", p.head.Sprint("Run"), r.RunID, status)
+
+	reasonStyle := p.bad
+	if r.Reason.ExitCode == 0 && r.Stopped {
+		reasonStyle = p.good
+	}
+	if r.Stopped {
+		line("%-11s%s: %s (%s, exit %d)", "Reason:", reasonStyle.Sprint(string(r.Reason.Code)), r.Reason.Title,
+			joinNonEmpty(", ", r.Reason.Family, r.Reason.Category, autoResume(r.Reason.AutoResumable)), r.Reason.ExitCode)
+	} else {
+		line("%-11s%s", "Reason:", r.Reason.Title)
+	}
+	line("%-11s%s", "Rule:", r.Rule)
+	line("")
+	line("%s", r.Diagnosis)
+
+	r.writeEvidence(line, p)
+
+	if len(r.Conditions) > 0 {
+		line("")
+		line("%s", p.head.Sprint("Other rules (closest first)"))
+		width := 0
+		for _, c := range r.Conditions {
+			width = max(width, len(c.Name))
+		}
+		for _, c := range r.Conditions {
+			line("  %-*s %4.0f%%  %s", width, c.Name, c.Progress*100, c.Message)
+		}
+	}
+
+	if len(r.Milestones) > 0 {
+		line("")
+		line("%s", p.head.Sprint("Milestones"))
+		for _, m := range r.Milestones {
+			line("  %2d. %-11s %d attempt(s)%s  %s", m.Number, m.Status, m.Attempts,
+				bracket(outcomeSummary(m.Outcomes)), m.Goal)
+		}
+	}
+
+	if len(r.Warnings) > 0 {
+		line("")
+		line("%s", p.head.Sprint("Warnings"))
+		for _, wn := range r.Warnings {
+			line("  %s", wn)
+		}
+	}
+
+	line("")
+	line("%s", p.head.Sprint("Next"))
+	for _, h := range r.Hints {
+		line("  %s", h)
+	}
+	for _, c := range r.NextActions {
+		// Only the prompt is coloured, so nothing follows the command.
+		line("%s %s", p.cmd.Sprint("$"), c)
+	}
+	_, err := io.WriteString(w, b.String())
+	if err != nil {
+		return fmt.Errorf("write doctor report of run %s: %w", r.RunID, err)
+	}
+	return nil
+}
+
+func (r *Report) writeEvidence(line func(string, ...any), p palette) {
+	ev := r.Evidence
+	line("")
+	line("%s", p.head.Sprint("Evidence"))
+	if f := ev.LastFailure; f != nil {
+		line("  Last failure: tick %d, %s: %s (exit %d)", f.Tick, f.Phase, f.Command, f.ExitCode)
+		if f.Signature != "" {
+			line("    signature %s", f.Signature)
+		}
+		if f.Log != "" {
+			line("    log %s", f.Log)
+		}
+		if f.Notes != "" {
+			line("    review notes: %s", f.Notes)
+		}
+		for _, l := range strings.Split(f.Tail, "\n") {
+			if l != "" {
+				line("    %s %s", p.dim.Sprint("|"), l)
+			}
+		}
+	}
+	if len(ev.Signatures) > 0 {
+		line("  Error signatures:")
+		for _, s := range ev.Signatures {
+			line("    %dx %s (ticks %d-%d)", s.Count, s.Signature, s.FirstTick, s.LastTick)
+		}
+	}
+	if len(ev.Files) > 0 {
+		line("  Files: %s", strings.Join(ev.Files, ", "))
+	}
+	if ev.ResetAt != "" {
+		line("  Limit resets at: %s", ev.ResetAt)
+	}
+	c := ev.Counters
+	line("  Counters: consecutive_fails %d, same_error %d, noop %d, no_progress %d, attempts %d",
+		c.ConsecutiveFails, c.SameError, c.Noop, c.NoProgress, c.Attempts)
+	if edges := edgeList(c.Edges); edges != "" {
+		line("  Backward edges: %s", edges)
+	}
+	line("  Cost: %s", costLine(ev))
+	line("  Elapsed: %s", ofBudget(duration(ev.ElapsedMS), ev.BudgetTimeMS > 0, duration(ev.BudgetTimeMS)))
+	line("  Ticks: %s; iterations: %s", ofBudget(strconv.Itoa(ev.Tick), ev.MaxTicks > 0, strconv.Itoa(ev.MaxTicks)),
+		ofBudget(strconv.Itoa(ev.Iteration), ev.MaxIterations > 0, strconv.Itoa(ev.MaxIterations)))
+	st := ev.Statistics
+	line("  Milestones: %d approved, %d failed, %d rejected, %d attempted of %d; retry rate %s, reject rate %s",
+		st.Approved, st.Failed, st.Rejected, st.Attempted, st.TotalMilestones, percent(st.RetryRate), percent(st.RejectRate))
+	if t := ev.Timeline; t.Present {
+		last := ""
+		if t.LastType != "" {
+			last = fmt.Sprintf(", last: %s at tick %d", t.LastType, t.LastTick)
+		}
+		line("  Timeline: %d event(s)%s", t.Events, last)
+	}
+}
+
+func costLine(ev Evidence) string {
+	cost := usd(ev.Usage.CostUSD)
+	if ev.Usage.CostEstimated {
+		cost += " (estimated)"
+	}
+	if ev.MaxCostUSD > 0 {
+		cost += " of " + usd(ev.MaxCostUSD)
+	}
+	tokens := fmt.Sprintf("%d input + %d output tokens", ev.Usage.InputTokens, ev.Usage.OutputTokens)
+	if ev.MaxTokens > 0 {
+		tokens += fmt.Sprintf(" of %d", ev.MaxTokens)
+	}
+	return cost + "; " + tokens
+}
+
+func ofBudget(v string, has bool, budget string) string {
+	if !has {
+		return v
+	}
+	return v + " of " + budget
+}
+
+func percent(f float64) string { return strconv.FormatFloat(f*100, 'f', 1, 64) + "%" }
+
+func edgeList(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// outcomeSummary shortens a run of equal outcomes: failed x3, approved.
+func outcomeSummary(outcomes []string) string {
+	var parts []string
+	for i := 0; i < len(outcomes); {
+		j := i
+		for j < len(outcomes) && outcomes[j] == outcomes[i] {
+			j++
+		}
+		if n := j - i; n > 1 {
+			parts = append(parts, fmt.Sprintf("%s x%d", outcomes[i], n))
+		} else {
+			parts = append(parts, outcomes[i])
+		}
+		i = j
+	}
+	return strings.Join(parts, ", ")
+}
+
+func bracket(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}
+
+func autoResume(yes bool) string {
+	if yes {
+		return "auto-resumable"
+	}
+	return ""
+}
+
+func joinNonEmpty(sep string, parts ...string) string {
+	var out []string
+	for _, s := range parts {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, sep)
+}

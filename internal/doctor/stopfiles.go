@@ -1,0 +1,176 @@
+package doctor
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/runr-dev/runr/internal/state"
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// Names of the files written when a run stops (DESIGN §5).
+const (
+	ReportFile = "report.md"
+	StopFile   = "stop.json"
+)
+
+// WriteStopFiles writes report.md and stop.json into runDir, each atomically,
+// so a reader sees the old file or the new one, never half of one.
+func WriteStopFiles(runDir string, st *state.State) error {
+	r, err := Diagnose(st, runDir)
+	if err != nil {
+		return err
+	}
+	js, err := r.JSON()
+	if err != nil {
+		return stopreasons.Wrap(stopreasons.InternalError, err, "write %s", filepath.Join(runDir, StopFile))
+	}
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{ReportFile, []byte(r.Markdown())}, {StopFile, js}} {
+		path := filepath.Join(runDir, f.name)
+		if err := state.WriteAtomic(path, f.data); err != nil {
+			return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "write %s: check that the run directory is writable", path)
+		}
+	}
+	return nil
+}
+
+// Markdown renders the report as report.md.
+func (r *Report) Markdown() string {
+	var b strings.Builder
+	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	ev := r.Evidence
+
+	line("# runr run %s", r.RunID)
+	line("")
+	line("- **Run status:** %s", r.RunStatus)
+	if r.TerminalStatus != "" {
+		line("- **Terminal status:** %s", r.TerminalStatus)
+	}
+	if r.Stopped {
+		line("- **Stop reason:** `%s`: %s (%s, exit code %d)", r.Reason.Code, r.Reason.Title,
+			joinNonEmpty(", ", r.Reason.Family, r.Reason.Category, autoResume(r.Reason.AutoResumable)), r.Reason.ExitCode)
+	} else {
+		line("- **Stop reason:** %s", r.Reason.Title)
+	}
+	line("- **Rule:** %s", mdEscape(r.Rule))
+	line("")
+	line("## Diagnosis")
+	line("")
+	line("%s", r.Diagnosis)
+
+	st := ev.Statistics
+	line("")
+	line("## Statistics")
+	line("")
+	line("| | |")
+	line("|---|---|")
+	line("| milestones | %d approved, %d failed, %d rejected, %d attempted of %d |", st.Approved, st.Failed, st.Rejected, st.Attempted, st.TotalMilestones)
+	line("| retry rate | %s |", percent(st.RetryRate))
+	line("| reject rate | %s |", percent(st.RejectRate))
+	line("| elapsed | %s |", ofBudget(duration(ev.ElapsedMS), ev.BudgetTimeMS > 0, duration(ev.BudgetTimeMS)))
+	line("| ticks | %s |", ofBudget(fmt.Sprint(ev.Tick), ev.MaxTicks > 0, fmt.Sprint(ev.MaxTicks)))
+	line("| iterations | %s |", ofBudget(fmt.Sprint(ev.Iteration), ev.MaxIterations > 0, fmt.Sprint(ev.MaxIterations)))
+	line("| cost | %s |", costLine(ev))
+
+	if len(r.Milestones) > 0 {
+		line("")
+		line("## Milestones")
+		line("")
+		line("| # | goal | status | attempts | outcomes |")
+		line("|---|---|---|---|---|")
+		for _, m := range r.Milestones {
+			line("| %d | %s | %s | %d | %s |", m.Number, mdCell(m.Goal), m.Status, m.Attempts, mdCell(outcomeSummary(m.Outcomes)))
+		}
+	}
+
+	c := ev.Counters
+	line("")
+	line("## Loop counters")
+	line("")
+	line("| counter | value |")
+	line("|---|---|")
+	line("| consecutive_fails | %d |", c.ConsecutiveFails)
+	line("| same_error | %d |", c.SameError)
+	line("| noop | %d |", c.Noop)
+	line("| no_progress | %d |", c.NoProgress)
+	line("| attempts | %d |", c.Attempts)
+	if edges := edgeList(c.Edges); edges != "" {
+		line("| backward edges | %s |", mdCell(edges))
+	}
+
+	if f := ev.LastFailure; f != nil || len(ev.Signatures) > 0 || len(ev.Files) > 0 {
+		line("")
+		line("## Evidence")
+		line("")
+		if f != nil {
+			line("Last failure at tick %d (%s): `%s` exited %d.", f.Tick, f.Phase, mdCode(f.Command), f.ExitCode)
+			if f.Log != "" {
+				line("Full output: `%s`.", f.Log)
+			}
+			if f.Tail != "" {
+				line("")
+				line("```")
+				line("%s", strings.ReplaceAll(f.Tail, "```", "'''"))
+				line("```")
+			}
+		}
+		for _, s := range ev.Signatures {
+			line("- signature `%s`: %d time(s), ticks %d-%d", mdCode(s.Signature), s.Count, s.FirstTick, s.LastTick)
+		}
+		if len(ev.Files) > 0 {
+			line("- files: %s", mdCell(strings.Join(ev.Files, ", ")))
+		}
+	}
+
+	if len(r.Conditions) > 0 {
+		line("")
+		line("## Other rules")
+		line("")
+		line("| rule | progress | message |")
+		line("|---|---|---|")
+		for _, c := range r.Conditions {
+			line("| %s | %.0f%% | %s |", mdCell(c.Name), c.Progress*100, mdCell(c.Message))
+		}
+	}
+
+	line("")
+	line("## Next")
+	line("")
+	for _, h := range r.Hints {
+		line("- %s", mdEscape(h))
+	}
+	if len(r.NextActions) > 0 {
+		line("")
+		line("```sh")
+		for _, a := range r.NextActions {
+			line("%s", a)
+		}
+		line("```")
+	}
+	if len(r.Warnings) > 0 {
+		line("")
+		line("## Warnings")
+		line("")
+		for _, w := range r.Warnings {
+			line("- %s", mdEscape(w))
+		}
+	}
+	return b.String()
+}
+
+// mdCell keeps a value inside one table cell on one line.
+func mdCell(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	return strings.ReplaceAll(mdEscape(s), "|", `\|`)
+}
+
+func mdEscape(s string) string {
+	// Only "<" can open HTML; "->" in edge names stays readable.
+	return strings.ReplaceAll(s, "<", "&lt;")
+}
+
+func mdCode(s string) string { return strings.ReplaceAll(s, "`", "'") }
