@@ -1,0 +1,62 @@
+package state
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// WriteAtomic replaces path with data so that a reader sees either the old
+// file or the new one, never a mix, even if the process is killed at any
+// instant or the machine loses power: it writes a temporary file in the same
+// directory (rename is atomic only within one file system), syncs it, renames
+// it over path and syncs the directory so the rename itself is durable.
+// An interrupted write leaves a ".tmp-" file behind and path untouched.
+func WriteAtomic(path string, data []byte) error {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, tempPrefix+base+"-")
+	if err != nil {
+		return fmt.Errorf("create temporary file for %s: %w", path, err)
+	}
+	tmp := f.Name()
+	committed := false
+	defer func() {
+		if !committed {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	// CreateTemp makes the file 0600; store files are ordinary files.
+	if err := f.Chmod(0o644); err != nil {
+		return fmt.Errorf("chmod %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename %s to %s: %w", tmp, path, err)
+	}
+	committed = true
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open directory %s to sync it: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}

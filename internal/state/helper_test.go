@@ -1,0 +1,139 @@
+package state
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as the helper process of the crash and lock tests,
+// as os/exec's own tests do: with RUNR_STATE_HELPER set, TestMain runs the
+// helper instead of the tests, in a real separate process.
+const (
+	helperEnv     = "RUNR_STATE_HELPER"
+	helperHomeEnv = "RUNR_STATE_HELPER_HOME"
+	helperRunEnv  = "RUNR_STATE_HELPER_RUN"
+)
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(helperEnv); mode != "" {
+		if err := runHelper(mode, os.Getenv(helperHomeEnv), os.Getenv(helperRunEnv)); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func runHelper(mode, home, id string) error {
+	s, err := Open(home)
+	if err != nil {
+		return err
+	}
+	switch mode {
+	case "saveloop":
+		// Save state.json as fast as possible with a growing tick, reporting
+		// each tick once Save has returned, until killed.
+		st, err := s.Load(id)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("ready %d\n", st.Tick)
+		for {
+			st.Tick++
+			st.Phase = fmt.Sprintf("phase-%d", st.Tick)
+			if err := s.Save(st); err != nil {
+				return err
+			}
+			fmt.Printf("saved %d\n", st.Tick)
+		}
+	case "hold":
+		// Hold the run's lock until stdin closes or the process is killed.
+		l, err := s.Acquire(id)
+		if err != nil {
+			return err
+		}
+		fmt.Println("locked")
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		return l.Release()
+	}
+	return fmt.Errorf("unknown helper mode %q", mode)
+}
+
+// helper is a running helper process in its own process group.
+type helper struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan string
+	stderr *bytes.Buffer
+	done   bool
+}
+
+func startHelper(t *testing.T, mode, home, id string) *helper {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), helperEnv+"="+mode, helperHomeEnv+"="+home, helperRunEnv+"="+id)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &helper{t: t, cmd: cmd, stdin: stdin, lines: make(chan string, 1024), stderr: &bytes.Buffer{}}
+	cmd.Stderr = h.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			h.lines <- sc.Text()
+		}
+		close(h.lines)
+	}()
+	t.Cleanup(h.kill)
+	return h
+}
+
+// next returns the helper's next output line, failing the test if none comes
+// within a generous deadline.
+func (h *helper) next() string {
+	h.t.Helper()
+	select {
+	case line, ok := <-h.lines:
+		if !ok {
+			h.kill()
+			h.t.Fatalf("helper exited early; stderr: %s", h.stderr.String())
+		}
+		return line
+	case <-time.After(10 * time.Second):
+		h.t.Fatalf("helper printed nothing for 10s; stderr: %s", h.stderr.String())
+	}
+	return ""
+}
+
+// kill SIGKILLs the helper's process group and reaps it.
+func (h *helper) kill() {
+	if h.done {
+		return
+	}
+	h.done = true
+	_ = syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
+	_ = h.cmd.Wait()
+	// Let the reader goroutine finish whatever the helper printed last.
+	go func() {
+		for range h.lines {
+		}
+	}()
+}

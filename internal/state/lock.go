@@ -1,0 +1,156 @@
+package state
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// LockInfo says which process holds a run. It is written into the lock file
+// for people and error messages; the flock, not this content, decides who
+// holds the run.
+type LockInfo struct {
+	PID       int       `json:"pid"`
+	Host      string    `json:"host"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// Lock is a held run lock. The kernel releases it when the process dies, so
+// a crashed runr never leaves a run locked.
+type Lock struct {
+	RunID string
+	Info  LockInfo
+
+	mu   sync.Mutex
+	fl   *flock.Flock
+	path string
+}
+
+func (s *Store) lockPath(id string) string {
+	return filepath.Join(s.RunDir(id), lockFile)
+}
+
+// Acquire takes the lock of run id without waiting. A run held by a live
+// process is run_locked, naming the holder; a lock whose holder died is free
+// and is simply taken.
+func (s *Store) Acquire(id string) (*Lock, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	if err := s.mustExist(id); err != nil {
+		return nil, err
+	}
+	path := s.lockPath(id)
+	// The lock file is opened read-write so the same path can carry the
+	// holder's info. It is never renamed or removed: a process that opened
+	// the old inode would then lock a file nobody else looks at.
+	fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(0o644))
+	ok, err := fl.TryLock()
+	if err != nil {
+		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "lock run %s (%s)", id, path)
+	}
+	if !ok {
+		return nil, lockedError(id, readLockInfo(path))
+	}
+	host, _ := os.Hostname()
+	l := &Lock{
+		RunID: id,
+		Info:  LockInfo{PID: os.Getpid(), Host: host, StartedAt: time.Now().UTC()},
+		fl:    fl,
+		path:  path,
+	}
+	data, err := json.Marshal(l.Info)
+	if err == nil {
+		err = os.WriteFile(path, append(data, '\n'), 0o644)
+	}
+	if err != nil {
+		fl.Unlock()
+		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "write lock info to %s", path)
+	}
+	return l, nil
+}
+
+func lockedError(id string, info LockInfo) error {
+	holder := "another runr process"
+	if info.PID > 0 {
+		holder = "runr process " + strconv.Itoa(info.PID)
+		if info.Host != "" {
+			holder += " on " + info.Host
+		}
+		if !info.StartedAt.IsZero() {
+			holder += " (since " + info.StartedAt.Format(time.RFC3339) + ")"
+		}
+	}
+	return stopreasons.Errorf(stopreasons.RunLocked,
+		"run %s is held by %s; wait for it to finish or ask it to stop with `runr stop %s`", id, holder, id)
+}
+
+// readLockInfo reads the holder's info; a file being rewritten at that
+// instant may be empty, which gives a zero LockInfo rather than an error.
+func readLockInfo(path string) LockInfo {
+	var info LockInfo
+	if data, err := os.ReadFile(path); err == nil {
+		_ = json.Unmarshal(data, &info)
+	}
+	return info
+}
+
+// Release empties the lock file and releases the lock. Releasing twice is
+// harmless.
+func (l *Lock) Release() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fl == nil {
+		return nil
+	}
+	// Emptied while still held, so no later reader takes stale info for a holder.
+	truncErr := os.Truncate(l.path, 0)
+	if err := l.fl.Unlock(); err != nil {
+		return stopreasons.Wrap(stopreasons.InternalError, err, "release lock %s", l.path)
+	}
+	l.fl = nil
+	if truncErr != nil {
+		return stopreasons.Wrap(stopreasons.InternalError, truncErr, "empty lock file %s", l.path)
+	}
+	return nil
+}
+
+// Locked reports whether a live process holds run id, and its info. It
+// tries the lock and at once releases it; a lock file that does not exist
+// is free.
+func (s *Store) Locked(id string) (bool, LockInfo, error) {
+	if err := checkID(id); err != nil {
+		return false, LockInfo{}, err
+	}
+	path := s.lockPath(id)
+	if _, err := os.Stat(path); err != nil {
+		if os.IsNotExist(err) {
+			return false, LockInfo{}, nil
+		}
+		return false, LockInfo{}, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "check lock %s", path)
+	}
+	// Opened without O_CREATE so a probe never creates a lock file (in a
+	// run directory that was removed meanwhile, for instance).
+	fl := flock.New(path, flock.SetFlag(os.O_RDONLY))
+	ok, err := fl.TryLock()
+	if err != nil {
+		if os.IsNotExist(err) {
+			return false, LockInfo{}, nil
+		}
+		return false, LockInfo{}, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "check lock %s", path)
+	}
+	if ok {
+		if err := fl.Unlock(); err != nil {
+			return false, LockInfo{}, stopreasons.Wrap(stopreasons.InternalError, err, "release lock %s", path)
+		}
+		return false, LockInfo{}, nil
+	}
+	return true, readLockInfo(path), nil
+}

@@ -1,0 +1,376 @@
+// Package state is runr's run store: one directory per run holding
+// state.json, the timeline, the lock, logs and reports (DESIGN §5).
+//
+// It promises that state.json is only ever replaced atomically, so a reader
+// never sees a partial file even after a SIGKILL; that a file it cannot read
+// is reported as state_corrupt and never modified; and that no run id from
+// outside reaches a path outside the store.
+package state
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// File and directory names inside the store.
+const (
+	runsDir       = "runs"
+	activeDir     = "active"
+	worktreesDir  = "worktrees"
+	logsDir       = "logs"
+	stateFile     = "state.json"
+	timelineFile  = "timeline.jsonl"
+	lockFile      = "lock"
+	stopFile      = "stop-request"
+	tempPrefix    = ".tmp-"
+	runIDTimeForm = "20060102T150405Z"
+)
+
+// Latest is the run reference that names the run created last.
+const Latest = "latest"
+
+// Store is a run store rooted at Home.
+type Store struct {
+	Home string
+}
+
+// DefaultHome is the run store of the git repository containing dir:
+// <git common dir>/runr. The common dir is shared by all worktrees of a
+// repository, so their runs are listed together, and it lies inside .git,
+// where an agent's `git clean -fdx` cannot reach it.
+func DefaultHome(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "resolve directory %s", dir)
+	}
+	cmd := exec.Command("git", "rev-parse", "--git-common-dir")
+	cmd.Dir = abs
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			return "", stopreasons.Errorf(stopreasons.EnvironmentInvalid,
+				"git is not installed or not on PATH; runr needs git: install it and try again")
+		}
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return "", stopreasons.Errorf(stopreasons.EnvironmentInvalid,
+			"%s is not inside a git repository (%s); run runr in a git checkout, or give the run store with --home", abs, msg)
+	}
+	common := strings.TrimSpace(string(out))
+	if common == "" {
+		return "", stopreasons.Errorf(stopreasons.EnvironmentInvalid,
+			"`git rev-parse --git-common-dir` in %s printed nothing; check the repository with `git status`", abs)
+	}
+	// git prints the common dir relative to the directory it ran in.
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(abs, common)
+	}
+	return filepath.Join(filepath.Clean(common), "runr"), nil
+}
+
+// Open makes sure the store at home exists and is writable.
+func Open(home string) (*Store, error) {
+	abs, err := filepath.Abs(home)
+	if err != nil {
+		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "run store %s", home)
+	}
+	for _, d := range []string{runsDir, activeDir, worktreesDir} {
+		p := filepath.Join(abs, d)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err,
+				"cannot create run store directory %s; make it writable or choose another store with --home", p)
+		}
+	}
+	// The directories may exist but be read-only; only a real write tells.
+	probe, err := os.CreateTemp(filepath.Join(abs, runsDir), tempPrefix+"probe-")
+	if err != nil {
+		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err,
+			"run store %s is not writable; fix its permissions or choose another store with --home", abs)
+	}
+	probe.Close()
+	if err := os.Remove(probe.Name()); err != nil {
+		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "run store %s: remove probe file", abs)
+	}
+	return &Store{Home: abs}, nil
+}
+
+// NewRunID returns a fresh run id: the UTC time to the second and six random
+// hex digits, so ids sort by creation time and two runs started in the same
+// second still differ.
+func NewRunID(now time.Time) string {
+	var b [3]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on the systems runr supports.
+		panic("state: crypto/rand: " + err.Error())
+	}
+	return now.UTC().Format(runIDTimeForm) + "-" + hex.EncodeToString(b[:])
+}
+
+// ValidRunID reports whether id has exactly the form NewRunID makes
+// (20261121T230017Z-3f9a1c). Anything else is refused, so no id can name a
+// path outside the store.
+func ValidRunID(id string) bool {
+	if len(id) != len("20261121T230017Z-3f9a1c") {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		var ok bool
+		switch {
+		case i == 8:
+			ok = c == 'T'
+		case i == 15:
+			ok = c == 'Z'
+		case i == 16:
+			ok = c == '-'
+		case i < 15:
+			ok = c >= '0' && c <= '9'
+		default:
+			ok = c >= '0' && c <= '9' || c >= 'a' && c <= 'f'
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func checkID(id string) error {
+	if ValidRunID(id) {
+		return nil
+	}
+	return stopreasons.Errorf(stopreasons.UsageError,
+		"%q is not a run id: an id looks like 20261121T230017Z-3f9a1c, or use %q; `runr status` lists the runs", id, Latest)
+}
+
+// Resolve turns a run reference (an id or "latest") into the id of an
+// existing run.
+func (s *Store) Resolve(ref string) (string, error) {
+	if ref == Latest {
+		ids, err := s.List()
+		if err != nil {
+			return "", err
+		}
+		if len(ids) == 0 {
+			return "", stopreasons.Errorf(stopreasons.RunNotFound,
+				"there are no runs in %s yet; start one with `runr run`", s.Home)
+		}
+		return ids[len(ids)-1], nil
+	}
+	if err := checkID(ref); err != nil {
+		return "", err
+	}
+	if err := s.mustExist(ref); err != nil {
+		return "", err
+	}
+	return ref, nil
+}
+
+// mustExist returns run_not_found unless the run directory of a valid id exists.
+func (s *Store) mustExist(id string) error {
+	fi, err := os.Stat(s.RunDir(id))
+	switch {
+	case err == nil && fi.IsDir():
+		return nil
+	case err == nil || errors.Is(err, fs.ErrNotExist):
+		return stopreasons.Errorf(stopreasons.RunNotFound,
+			"no run %s in %s; `runr status` lists the runs", id, s.Home)
+	default:
+		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "run %s", id)
+	}
+}
+
+// List returns the ids of all runs, oldest first.
+func (s *Store) List() ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(s.Home, runsDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "list runs in %s", s.Home)
+	}
+	var ids []string
+	for _, e := range entries {
+		if e.IsDir() && ValidRunID(e.Name()) {
+			ids = append(ids, e.Name())
+		}
+	}
+	// ReadDir sorts by name, and ids sort by creation time; sort anyway so
+	// the order does not rest on that detail.
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// RunDir is the directory of run id.
+func (s *Store) RunDir(id string) string {
+	return filepath.Join(s.Home, runsDir, id)
+}
+
+// LogPath is the log file of one phase of one tick, e.g.
+// runs/<id>/logs/tick-0007-implement.log.
+func (s *Store) LogPath(id string, tick int, phase string) string {
+	return filepath.Join(s.RunDir(id), logsDir, fmt.Sprintf("tick-%04d-%s.log", tick, phase))
+}
+
+// StatePath is the state.json of run id.
+func (s *Store) StatePath(id string) string {
+	return filepath.Join(s.RunDir(id), stateFile)
+}
+
+// Create makes the directory of a new run and writes its first state.json.
+// It refuses an id that already exists rather than overwrite a run.
+func (s *Store) Create(st *State) error {
+	if err := checkID(st.RunID); err != nil {
+		return err
+	}
+	dir := s.RunDir(st.RunID)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return stopreasons.Errorf(stopreasons.InternalError, "run directory %s already exists", dir)
+		}
+		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err,
+			"create run directory in %s; make the run store writable or choose another with --home", s.Home)
+	}
+	if err := os.Mkdir(filepath.Join(dir, logsDir), 0o755); err != nil {
+		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "create log directory of run %s", st.RunID)
+	}
+	if st.CreatedAt.IsZero() {
+		st.CreatedAt = time.Now().UTC()
+	}
+	return s.Save(st)
+}
+
+// Save stamps UpdatedAt and the schema version and replaces state.json
+// atomically.
+func (s *Store) Save(st *State) error {
+	if err := checkID(st.RunID); err != nil {
+		return err
+	}
+	st.SchemaVersion = SchemaVersion
+	st.UpdatedAt = time.Now().UTC()
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return stopreasons.Wrap(stopreasons.InternalError, err, "encode state of run %s", st.RunID)
+	}
+	path := s.StatePath(st.RunID)
+	if err := WriteAtomic(path, append(data, '\n')); err != nil {
+		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "save %s", path)
+	}
+	return nil
+}
+
+// Load reads the state.json of run id.
+func (s *Store) Load(id string) (*State, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	if err := s.mustExist(id); err != nil {
+		return nil, err
+	}
+	return LoadFile(s.StatePath(id))
+}
+
+// LoadFile reads a state.json. A file that cannot be read, is not valid
+// JSON, lacks a run id or has a newer schema_version is state_corrupt; the
+// file is left exactly as it is, for a person to inspect. Unknown fields are
+// ignored.
+func LoadFile(path string) (*State, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, stopreasons.Wrap(stopreasons.StateCorrupt, err, "cannot read run state %s", path)
+	}
+	var head struct {
+		SchemaVersion int `json:"schema_version"`
+	}
+	// Look at the version first: a newer file may not decode into State at all,
+	// and "written by a newer runr" is the message that helps then.
+	if json.Unmarshal(data, &head) == nil && head.SchemaVersion > SchemaVersion {
+		return nil, stopreasons.Errorf(stopreasons.StateCorrupt,
+			"run state %s has schema_version %d, newer than the %d this runr reads; use a newer runr for this run",
+			path, head.SchemaVersion, SchemaVersion)
+	}
+	var st State
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, stopreasons.Wrap(stopreasons.StateCorrupt, err,
+			"run state %s is not valid JSON (left untouched); inspect or remove the run", path)
+	}
+	if st.RunID == "" {
+		return nil, stopreasons.Errorf(stopreasons.StateCorrupt,
+			"run state %s has no run_id (left untouched); inspect or remove the run", path)
+	}
+	return &st, nil
+}
+
+// WriteJSON writes v, indented, to the file name of run id, atomically
+// (config.json, stop.json).
+func (s *Store) WriteJSON(id, name string, v any) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
+		return stopreasons.Errorf(stopreasons.InternalError, "%q is not a file name inside a run directory", name)
+	}
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return stopreasons.Wrap(stopreasons.InternalError, err, "encode %s of run %s", name, id)
+	}
+	path := filepath.Join(s.RunDir(id), name)
+	if err := WriteAtomic(path, append(data, '\n')); err != nil {
+		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "write %s", path)
+	}
+	return nil
+}
+
+// LeftoverTemps lists the temporary files that interrupted atomic writes
+// left in run directories and in active/. They are harmless, never read, and
+// safe to delete once no runr process writes to that run.
+func (s *Store) LeftoverTemps() ([]string, error) {
+	ids, err := s.List()
+	if err != nil {
+		return nil, err
+	}
+	dirs := []string{filepath.Join(s.Home, activeDir)}
+	for _, id := range ids {
+		dirs = append(dirs, s.RunDir(id))
+	}
+	var out []string
+	for _, d := range dirs {
+		m, err := filepath.Glob(filepath.Join(d, tempPrefix+"*"))
+		if err != nil {
+			return nil, stopreasons.Wrap(stopreasons.InternalError, err, "look for temporary files in %s", d)
+		}
+		out = append(out, m...)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// DisplayStatus is the run status to show: st.RunStatus, except that a run
+// whose state says running while no live process holds its lock is crashed.
+func (s *Store) DisplayStatus(st *State) string {
+	if st.RunStatus != stopreasons.RunRunning {
+		return st.RunStatus
+	}
+	held, _, err := s.Locked(st.RunID)
+	if err != nil || held {
+		return st.RunStatus
+	}
+	return stopreasons.RunCrashed
+}

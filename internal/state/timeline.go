@@ -1,0 +1,234 @@
+package state
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// Timeline appends events to a run's timeline.jsonl. Only the holder of the
+// run's lock opens one for appending.
+type Timeline struct {
+	mu   sync.Mutex
+	f    *os.File
+	path string
+	seq  int64
+}
+
+// TimelinePath is the timeline.jsonl of run id.
+func (s *Store) TimelinePath(id string) string {
+	return filepath.Join(s.RunDir(id), timelineFile)
+}
+
+// OpenTimeline opens the timeline of run id for appending. Numbering
+// continues from the last event already in the file. A partial or corrupt
+// tail, left by a crash in the middle of a write, is cut off first, so that
+// new events never join onto it and the file stays one valid event per line.
+func (s *Store) OpenTimeline(id string) (*Timeline, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	if err := s.mustExist(id); err != nil {
+		return nil, err
+	}
+	path := s.TimelinePath(id)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "open timeline %s", path)
+	}
+	seq, end, err := lastEvent(f)
+	if err == nil {
+		err = truncateTail(f, end)
+	}
+	if err != nil {
+		f.Close()
+		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "read timeline %s", path)
+	}
+	return &Timeline{f: f, path: path, seq: seq}, nil
+}
+
+func truncateTail(f *os.File, end int64) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() == end {
+		return nil
+	}
+	return f.Truncate(end)
+}
+
+// lastEvent finds the last valid event of the file by reading backwards, so
+// opening a long timeline does not read all of it. It returns that event's
+// seq and the offset just after its line (0, 0 for a file without one).
+func lastEvent(f *os.File) (seq int64, end int64, err error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
+	end = fi.Size()
+	if end == 0 {
+		return 0, 0, nil
+	}
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, end-1); err != nil {
+		return 0, 0, err
+	}
+	if last[0] != '\n' {
+		// Every event is written with its newline in one write, so a line
+		// without one is a write that did not finish.
+		if end, err = lineStart(f, end); err != nil {
+			return 0, 0, err
+		}
+	}
+	for end > 0 {
+		start, err := lineStart(f, end-1)
+		if err != nil {
+			return 0, 0, err
+		}
+		line := make([]byte, end-1-start)
+		if _, err := f.ReadAt(line, start); err != nil {
+			return 0, 0, err
+		}
+		if ev, err := parseEvent(line); err == nil {
+			return ev.Seq, end, nil
+		}
+		end = start
+	}
+	return 0, 0, nil
+}
+
+// lineStart returns the offset of the first byte after the last '\n' before
+// pos (0 if there is none).
+func lineStart(f *os.File, pos int64) (int64, error) {
+	buf := make([]byte, 64<<10)
+	for pos > 0 {
+		n := int64(len(buf))
+		if n > pos {
+			n = pos
+		}
+		pos -= n
+		if _, err := f.ReadAt(buf[:n], pos); err != nil {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return pos + int64(i) + 1, nil
+		}
+	}
+	return 0, nil
+}
+
+func parseEvent(line []byte) (Event, error) {
+	var ev Event
+	if err := json.Unmarshal(line, &ev); err != nil {
+		return Event{}, err
+	}
+	if ev.Seq <= 0 {
+		return Event{}, errors.New("event without a seq")
+	}
+	return ev, nil
+}
+
+// Append writes one event. Each event is a single write(2) of one line, so
+// a concurrent reader or a crash sees whole lines and at most a partial last
+// one. Events are not synced one by one: losing the last few to a power cut
+// is acceptable, state.json is the durable record.
+func (t *Timeline) Append(typ string, tick int, phase string, data map[string]any) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.f == nil {
+		return stopreasons.Errorf(stopreasons.InternalError, "append to closed timeline %s", t.path)
+	}
+	ev := Event{Seq: t.seq + 1, TS: time.Now().UTC(), Type: typ, Tick: tick, Phase: phase, Data: data}
+	line, err := json.Marshal(ev)
+	if err != nil {
+		return stopreasons.Wrap(stopreasons.InternalError, err, "encode %s event for %s", typ, t.path)
+	}
+	if _, err := t.f.Write(append(line, '\n')); err != nil {
+		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "append to timeline %s", t.path)
+	}
+	t.seq = ev.Seq
+	return nil
+}
+
+// Close syncs and closes the timeline.
+func (t *Timeline) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.f == nil {
+		return nil
+	}
+	syncErr := t.f.Sync()
+	closeErr := t.f.Close()
+	t.f = nil
+	if err := errors.Join(syncErr, closeErr); err != nil {
+		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "close timeline %s", t.path)
+	}
+	return nil
+}
+
+// ScanTimeline calls fn for each event of the timeline at path, in order,
+// reading it as a stream. A missing file has no events. A last line that is
+// truncated or corrupt (a write in progress or cut short by a crash) is
+// skipped; a corrupt line followed by valid ones is state_corrupt, naming the
+// line. An error from fn stops the scan and is returned as is.
+func ScanTimeline(path string, fn func(Event) error) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return stopreasons.Wrap(stopreasons.StateCorrupt, err, "cannot read timeline %s", path)
+	}
+	defer f.Close()
+
+	r := bufio.NewReaderSize(f, 64<<10)
+	var (
+		long    []byte // a line longer than the reader's buffer, assembled
+		lineNo  int
+		badLine int // a corrupt line, forgiven only if nothing follows it
+		badErr  error
+	)
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long, chunk...)
+			continue
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return stopreasons.Wrap(stopreasons.StateCorrupt, err, "read timeline %s", path)
+		}
+		line := chunk
+		if long != nil {
+			line = append(long, chunk...)
+			long = nil
+		}
+		if len(line) > 0 {
+			lineNo++
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			if badErr != nil {
+				return stopreasons.Wrap(stopreasons.StateCorrupt, badErr,
+					"timeline %s: line %d is corrupt", path, badLine)
+			}
+			ev, perr := parseEvent(line)
+			if perr != nil {
+				badLine, badErr = lineNo, perr
+			} else if ferr := fn(ev); ferr != nil {
+				return ferr
+			}
+		}
+		if err != nil { // io.EOF
+			return nil
+		}
+	}
+}
