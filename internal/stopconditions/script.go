@@ -35,11 +35,6 @@ func (c customScript) Evaluate(s *Snapshot) Result {
 	cmd := exec.CommandContext(ctx, c.script, c.args...)
 	cmd.Dir = s.RepoDir
 	cmd.Env = s.ScriptEnv
-	if cmd.Env == nil {
-		// A nil Env would hand the script runr's whole environment; the
-		// snapshot decides what it sees.
-		cmd.Env = []string{}
-	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
 		// Setpgid made the script's pid its group id.
@@ -64,7 +59,7 @@ func (c customScript) Evaluate(s *Snapshot) Result {
 		return Result{Message: fmt.Sprintf("%s ran past its timeout of %s and was killed", name, c.timeout)}
 	case errors.As(err, &exitErr) && exitErr.ExitCode() >= 0:
 		msg := fmt.Sprintf("%s exited %d", name, exitErr.ExitCode())
-		if out := firstLine(tail.String()); out != "" {
+		if out := lastLine(tail.String()); out != "" {
 			msg += ": " + out
 		}
 		return Result{Message: msg}
@@ -74,6 +69,16 @@ func (c customScript) Evaluate(s *Snapshot) Result {
 
 func (c customScript) describe() string {
 	return "script " + strings.Join(append([]string{c.script}, c.args...), " ")
+}
+
+// lastLine is the last non-empty line of a script's output, where a check
+// usually says why it failed, shortened for a message.
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return firstLine(s)
 }
 
 // tailBuffer keeps the last bytes written to it, so a script that prints a

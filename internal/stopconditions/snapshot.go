@@ -40,7 +40,9 @@ type Snapshot struct {
 	// StartFiles holds the file_created paths (as written in the condition)
 	// that existed when the run started.
 	StartFiles map[string]bool
-	ScriptEnv  []string
+	// ScriptEnv is the environment of custom_script; nil gives the script
+	// runr's own environment, as os/exec does.
+	ScriptEnv []string
 }
 
 // Check is the result of one verify command.
