@@ -1,0 +1,150 @@
+// Package agents turns one headless call of an agent CLI (Claude Code, Codex,
+// Gemini CLI, opencode, Aider, or any command) into an argv to run and a
+// streaming parser whose Result the supervisor can trust: success or error
+// and its class, tokens, cost, session id, the final text and the completion
+// signal. Adapters never start processes; memory stays bounded whatever the
+// agent prints.
+package agents
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// DefaultPromise is the completion promise used when Request.Promise is empty.
+const DefaultPromise = "<promise>COMPLETE</promise>"
+
+// DefaultPermissionMode is passed to claude when Request.PermissionMode is empty.
+const DefaultPermissionMode = "bypassPermissions"
+
+// maxFinalText bounds Result.FinalText: the end of the agent's final message
+// is where the completion signal and the summary live.
+const maxFinalText = 64 << 10
+
+// Request is what the supervisor asks of one agent call.
+type Request struct {
+	Prompt         string   // the whole prompt text
+	PromptFile     string   // a file holding the same prompt (for {prompt_file})
+	Dir            string   // working directory
+	Model          string   //
+	PermissionMode string   // claude; default "bypassPermissions"
+	Args           []string // agent.args: extra args for the adapters
+	Command        []string // kind=command: argv; {prompt} / {prompt_file} substituted inside any argument, else the prompt goes on stdin
+	SessionID      string   // continue this conversation when non-empty (see docs/agents.md for what each CLI supports)
+	MaxBudgetUSD   float64  // claude: remaining cost budget, passed as --max-budget-usd when > 0
+	MaxTurns       int      // 0: not passed
+	Promise        string   // the completion promise, default DefaultPromise
+}
+
+func (r Request) promise() string {
+	if r.Promise == "" {
+		return DefaultPromise
+	}
+	return r.Promise
+}
+
+// Invocation is how to run one call.
+type Invocation struct {
+	Argv     []string
+	Stdin    string   // piped to the process when UseStdin
+	UseStdin bool     // false: stdin is /dev/null
+	Env      []string // extra KEY=VALUE for this call (never secrets)
+}
+
+// Signal is what the agent said about its own work.
+type Signal string
+
+// Signals, from a line `RUNR_STATUS: done|blocked|failed` or the completion
+// promise as a whole line.
+const (
+	SignalNone    Signal = ""
+	SignalDone    Signal = "done"
+	SignalBlocked Signal = "blocked"
+	SignalFailed  Signal = "failed"
+)
+
+// Class says what kind of failure a call ended in.
+type Class string
+
+// Failure classes.
+const (
+	ClassNone      Class = ""
+	ClassRateLimit Class = "rate_limit" // a provider rate or usage limit
+	ClassAuth      Class = "auth"       // could not authenticate
+	ClassBudget    Class = "budget"     // the CLI stopped on the cost cap runr passed it
+	ClassServer    Class = "server"     // 5xx or overloaded after the CLI's own retries
+	ClassError     Class = "error"      // any other failure
+	ClassMaxTurns  Class = "max_turns"  // the CLI's turn limit ended the call
+)
+
+// Result is what one call amounted to.
+type Result struct {
+	// IsError is never the exit code alone: an error result with exit 0 is an
+	// error, and exit != 0 is an error unless the adapter knows better.
+	IsError          bool
+	Class            Class
+	ErrorText        string // one or a few lines, for people and for the error signature
+	Turns            int
+	InputTokens      int64
+	OutputTokens     int64
+	CacheReadTokens  int64
+	CacheWriteTokens int64
+	CostUSD          float64
+	CostKnown        bool
+	SessionID        string
+	FinalText        string    // the agent's final message, its last 64 KiB
+	ResetAt          time.Time // when a rate or usage limit resets, if the CLI said
+	Signal           Signal
+	SignalText       string // the text after RUNR_STATUS: <signal>, e.g. what a blocked agent needs
+}
+
+// Adapter knows one agent CLI.
+type Adapter interface {
+	Kind() string
+	// Program is the program runr looks up on PATH.
+	Program(req Request) string
+	Invocation(req Request) (Invocation, error)
+	NewParser(req Request) Parser
+	// VersionArgs prints the CLI's version; nil when there is none to ask.
+	VersionArgs() []string
+	// CredentialEnv names the environment variables that carry credentials.
+	CredentialEnv() []string
+}
+
+// Parser reads one call's stdout as it streams.
+type Parser interface {
+	// Line takes one stdout line; it returns abort when it is already clear
+	// the call cannot succeed, so the supervisor can stop the process early.
+	Line(line []byte) (abort bool)
+	// Finish takes the exit code and the tail of combined output.
+	Finish(exitCode int, tail []byte) Result
+}
+
+var adapters = map[string]Adapter{
+	"claude":   claudeAdapter{},
+	"codex":    codexAdapter{},
+	"gemini":   geminiAdapter{},
+	"opencode": opencodeAdapter{},
+	"aider":    aiderAdapter{},
+	"command":  commandAdapter{},
+}
+
+// Kinds lists the agent kinds runr knows, in the order docs present them.
+func Kinds() []string {
+	return []string{"claude", "codex", "gemini", "opencode", "aider", "command"}
+}
+
+// Lookup returns the adapter for kind, or a config_invalid error naming the
+// kinds there are.
+func Lookup(kind string) (Adapter, error) {
+	if a, ok := adapters[kind]; ok {
+		return a, nil
+	}
+	known := Kinds()
+	sort.Strings(known)
+	return nil, stopreasons.Errorf(stopreasons.ConfigInvalid,
+		"agent.kind %q is not a known agent: use one of %s", kind, strings.Join(known, ", "))
+}

@@ -1,0 +1,134 @@
+package agents
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// aiderAdapter runs aider for one message. aider prints plain text and exits
+// 0 even when the LLM call failed, so its parser reads the error lines.
+type aiderAdapter struct{}
+
+func (aiderAdapter) Kind() string                 { return "aider" }
+func (aiderAdapter) Program(Request) string       { return "aider" }
+func (aiderAdapter) VersionArgs() []string        { return []string{"--version"} }
+func (aiderAdapter) NewParser(req Request) Parser { return newAiderParser(req) }
+
+func (aiderAdapter) CredentialEnv() []string {
+	return []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY", "DEEPSEEK_API_KEY"}
+}
+
+// Invocation passes the prompt file with --message-file when there is one
+// (no argument length limit, no quoting), else the text as --message=TEXT,
+// whose "=" form keeps a prompt starting with "-" from reading as a flag.
+func (aiderAdapter) Invocation(req Request) (Invocation, error) {
+	argv := []string{"aider"}
+	if req.PromptFile != "" {
+		argv = append(argv, "--message-file", req.PromptFile)
+	} else {
+		if len(req.Prompt) > maxArgPrompt {
+			return Invocation{}, fmt.Errorf("aider: the prompt is %d bytes, too long for --message; runr must pass it as a prompt file", len(req.Prompt))
+		}
+		argv = append(argv, "--message="+req.Prompt)
+	}
+	argv = append(argv, "--yes-always", "--no-auto-commits", "--no-pretty", "--no-stream")
+	if req.Model != "" {
+		argv = append(argv, "--model", req.Model)
+	}
+	return Invocation{Argv: append(argv, req.Args...)}, nil
+}
+
+var (
+	// "Tokens: 2.3k sent, 1.1k received. Cost: $0.01 message, $0.05 session."
+	// "Tokens: 12,345 sent, 1,024 cached, 456 received."
+	aiderTokens = regexp.MustCompile(`^Tokens:\s*([\d.,]+[kKmM]?)\s+sent,\s*(?:([\d.,]+[kKmM]?)\s+(?:cache write|cached|cache hit)[^,]*,\s*)*([\d.,]+[kKmM]?)\s+received`)
+	aiderCost   = regexp.MustCompile(`Cost:\s*\$([\d.,]+)\s+message,\s*\$([\d.,]+)\s+session`)
+	// Lines aider prints when the LLM call or its setup failed; narrow
+	// enough that the model's own answer rarely matches.
+	aiderErrLine = regexp.MustCompile(`(?i)^(API )?Error:|litellm\.\w*Error|\b(Authentication|RateLimit|ServiceUnavailable|InternalServer|APIConnection|BadRequest|NotFound|ContextWindowExceeded)Error\b|^The API provider |rate limit.*(exceeded|reached)|Missing these environment variables`)
+)
+
+type aiderParser struct {
+	req  Request
+	res  Result
+	out  tailBuffer
+	errs []string // error lines since the last successful LLM call
+}
+
+func newAiderParser(req Request) *aiderParser {
+	return &aiderParser{req: req, out: tailBuffer{max: maxFinalText}}
+}
+
+func (p *aiderParser) Line(line []byte) bool {
+	s := strings.TrimSpace(string(line))
+	if m := aiderTokens.FindStringSubmatch(s); m != nil {
+		p.res.Turns++
+		p.res.InputTokens += parseCount(m[1])
+		p.res.CacheReadTokens += parseCount(m[2])
+		p.res.OutputTokens += parseCount(m[3])
+		if c := aiderCost.FindStringSubmatch(s); c != nil {
+			// The session figure is the total of this aider process, which
+			// is this one call.
+			if v, err := strconv.ParseFloat(strings.ReplaceAll(c[2], ",", ""), 64); err == nil {
+				p.res.CostUSD, p.res.CostKnown = v, true
+			}
+		}
+		// A usage line means an LLM call went through: the errors before it
+		// were retries that recovered.
+		p.errs = p.errs[:0]
+		return false
+	}
+	if aiderErrLine.MatchString(s) {
+		p.errs = append(p.errs, s)
+		if len(p.errs) > 5 {
+			p.errs = p.errs[1:]
+		}
+	}
+	p.out.writeLine(line)
+	return false
+}
+
+// parseCount reads aider's token counts: "2.3k", "1.1M", "12,345".
+func parseCount(s string) int64 {
+	if s == "" {
+		return 0
+	}
+	mult := 1.0
+	switch s[len(s)-1] {
+	case 'k', 'K':
+		mult, s = 1e3, s[:len(s)-1]
+	case 'm', 'M':
+		mult, s = 1e6, s[:len(s)-1]
+	}
+	v, err := strconv.ParseFloat(strings.ReplaceAll(s, ",", ""), 64)
+	if err != nil {
+		return 0
+	}
+	return int64(v*mult + 0.5)
+}
+
+func (p *aiderParser) Finish(exitCode int, tail []byte) Result {
+	res := p.res
+	res.FinalText = p.out.String()
+	res.Signal, res.SignalText = DetectSignal(res.FinalText, p.req.promise(), p.req.Prompt)
+	switch {
+	case len(p.errs) > 0:
+		res.ErrorText = strings.Join(p.errs, "\n")
+	case exitCode != 0:
+		res.ErrorText = fmt.Sprintf("aider exited with code %d", exitCode)
+		if t := lastLines(string(tail), 3); t != "" {
+			res.ErrorText += ": " + t
+		}
+	default:
+		return res
+	}
+	res.IsError = true
+	res.Class = classifyText(res.ErrorText)
+	if res.Class == ClassRateLimit {
+		res.ResetAt = parseResetAt(res.ErrorText, time.Now())
+	}
+	return res
+}

@@ -1,0 +1,215 @@
+package agents
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	_ "time/tzdata" // reset times name IANA zones ("resets 3pm (Europe/Berlin)"); do not depend on the host's zoneinfo
+	"unicode/utf8"
+)
+
+// Error texts are matched in this order: an authentication failure is the
+// most specific and needs a person, a limit resets by itself, a server error
+// is worth another attempt.
+var (
+	authText   = regexp.MustCompile(`(?i)\b401\b|unauthori[sz]ed|unauthenticated|authentication|invalid[ _-]?(api[ _-]?key|x-api-key)|api key not valid|not logged in|please (run .*)?log ?in|login required|oauth token`)
+	rateText   = regexp.MustCompile(`(?i)rate[ _-]?limit|usage limit|hit your limit|too many requests|\b429\b|quota|resource[ _]exhausted|limit reached`)
+	serverText = regexp.MustCompile(`(?i)\b(500|502|503|504|529)\b|overloaded|internal server error|service unavailable|bad gateway|server[ _]error|serviceunavailable|internalservererror`)
+)
+
+// classifyText gives the class of an error message; ClassError when it says
+// nothing more specific.
+func classifyText(s string) Class {
+	switch {
+	case s == "":
+		return ClassError
+	case authText.MatchString(s):
+		return ClassAuth
+	case rateText.MatchString(s):
+		return ClassRateLimit
+	case serverText.MatchString(s):
+		return ClassServer
+	}
+	return ClassError
+}
+
+// classifyStatus maps an HTTP status the CLI reported; "" when it says nothing.
+func classifyStatus(status int) Class {
+	switch {
+	case status == 401 || status == 403:
+		return ClassAuth
+	case status == 429:
+		return ClassRateLimit
+	case status >= 500 && status <= 599:
+		return ClassServer
+	case status >= 400:
+		return ClassError
+	}
+	return ClassNone
+}
+
+var (
+	// "Claude AI usage limit reached|1763776800"
+	resetEpochPipe = regexp.MustCompile(`(?i)limit reached\|(\d{9,11})`)
+	// {"resets_at":1763776800} inside an error body
+	resetEpochJSON = regexp.MustCompile(`"resets?_at"\s*:\s*(\d{9,11})`)
+	// "resets 3pm (Europe/Berlin)", "resets at 15:30", "resets 3:05 PM"
+	resetClock = regexp.MustCompile(`(?i)\bresets?\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)?(?:\s*\(([A-Za-z_+\-/0-9]+)\))?`)
+	// "try again in 2h 30m", "retry in 45 seconds"
+	resetIn   = regexp.MustCompile(`(?i)\b(?:try again|retry|resets?)\s+in\s+((?:\d+\s*(?:hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b[\s,]*(?:and\s+)?)+)`)
+	resetPart = regexp.MustCompile(`(?i)(\d+)\s*(hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b`)
+)
+
+// parseResetAt finds when a limit resets in a CLI's message, relative to now
+// for clock times and durations; zero when the message does not say.
+func parseResetAt(s string, now time.Time) time.Time {
+	if m := resetEpochPipe.FindStringSubmatch(s); m != nil {
+		return epoch(m[1])
+	}
+	if m := resetEpochJSON.FindStringSubmatch(s); m != nil {
+		return epoch(m[1])
+	}
+	if m := resetClock.FindStringSubmatch(s); m != nil && (m[2] != "" || m[3] != "") {
+		if t, ok := nextClock(m[1], m[2], m[3], m[4], now); ok {
+			return t
+		}
+	}
+	if m := resetIn.FindStringSubmatch(s); m != nil {
+		var d time.Duration
+		for _, p := range resetPart.FindAllStringSubmatch(m[1], -1) {
+			n, _ := strconv.Atoi(p[1])
+			switch strings.ToLower(p[2])[0] {
+			case 'h':
+				d += time.Duration(n) * time.Hour
+			case 'm':
+				d += time.Duration(n) * time.Minute
+			case 's':
+				d += time.Duration(n) * time.Second
+			}
+		}
+		if d > 0 {
+			return now.Add(d).Truncate(time.Second)
+		}
+	}
+	return time.Time{}
+}
+
+func epoch(digits string) time.Time {
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.Unix(n, 0).UTC()
+}
+
+// nextClock is the first moment at or after now when the wall clock in zone
+// shows hour:minute; the host's zone when the message names none or an
+// unknown one.
+func nextClock(hour, minute, ampm, zone string, now time.Time) (time.Time, bool) {
+	h, _ := strconv.Atoi(hour)
+	m := 0
+	if minute != "" {
+		m, _ = strconv.Atoi(minute)
+	}
+	if ampm != "" {
+		if h < 1 || h > 12 {
+			return time.Time{}, false
+		}
+		pm := strings.HasPrefix(strings.ToLower(ampm), "p")
+		h %= 12
+		if pm {
+			h += 12
+		}
+	}
+	if h > 23 || m > 59 {
+		return time.Time{}, false
+	}
+	loc := now.Location()
+	if zone != "" {
+		if l, err := time.LoadLocation(zone); err == nil {
+			loc = l
+		}
+	}
+	local := now.In(loc)
+	t := time.Date(local.Year(), local.Month(), local.Day(), h, m, 0, 0, loc)
+	if t.Before(local) {
+		t = t.AddDate(0, 0, 1)
+	}
+	return t, true
+}
+
+// decodeLine reads one JSON object line into v; noise, blank and truncated
+// lines report false and are ignored by every parser.
+func decodeLine(line []byte, v any) bool {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] != '{' {
+		return false
+	}
+	return json.Unmarshal(line, v) == nil
+}
+
+// lastBytes keeps the end of s, at most n bytes, cut on a rune boundary.
+func lastBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	for len(s) > 0 && !utf8.RuneStart(s[0]) {
+		s = s[1:]
+	}
+	return s
+}
+
+// lastLines keeps the last n non-blank lines of s, each at most 500 bytes.
+func lastLines(s string, n int) string {
+	var out []string
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i := len(lines) - 1; i >= 0 && len(out) < n; i-- {
+		l := strings.TrimSpace(lines[i])
+		if l == "" {
+			continue
+		}
+		if len(l) > 500 {
+			l = lastBytes(l, 500)
+		}
+		out = append(out, l)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return strings.Join(out, "\n")
+}
+
+// plainTail is the last n lines of output that are not JSON events: what a
+// CLI printed for people when it failed.
+func plainTail(tail []byte, n int) string {
+	var keep []string
+	for _, l := range strings.Split(string(tail), "\n") {
+		if t := strings.TrimSpace(l); t != "" && t[0] != '{' {
+			keep = append(keep, t)
+		}
+	}
+	return lastLines(strings.Join(keep, "\n"), n)
+}
+
+// tailBuffer keeps the last max bytes of the lines written to it.
+type tailBuffer struct {
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) writeLine(line []byte) {
+	t.buf = append(t.buf, line...)
+	t.buf = append(t.buf, '\n')
+	if len(t.buf) > 2*t.max {
+		// Compact only now and then, so a long stream costs amortised O(1) per byte.
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+	}
+}
+
+func (t *tailBuffer) String() string {
+	return lastBytes(string(t.buf), t.max)
+}

@@ -1,0 +1,247 @@
+package agents
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// claudeAdapter runs Claude Code headless with stream-json output. The prompt
+// goes on stdin, not as the -p argument: Linux caps one argument at 128 KiB
+// and a prompt that carries feedback can grow past that.
+type claudeAdapter struct{}
+
+func (claudeAdapter) Kind() string                 { return "claude" }
+func (claudeAdapter) Program(Request) string       { return "claude" }
+func (claudeAdapter) VersionArgs() []string        { return []string{"--version"} }
+func (claudeAdapter) NewParser(req Request) Parser { return &claudeParser{req: req} }
+
+func (claudeAdapter) CredentialEnv() []string {
+	return []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"}
+}
+
+func (claudeAdapter) Invocation(req Request) (Invocation, error) {
+	mode := req.PermissionMode
+	if mode == "" {
+		mode = DefaultPermissionMode
+	}
+	argv := []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--permission-mode", mode}
+	if req.Model != "" {
+		argv = append(argv, "--model", req.Model)
+	}
+	if req.MaxTurns > 0 {
+		argv = append(argv, "--max-turns", strconv.Itoa(req.MaxTurns))
+	}
+	if req.MaxBudgetUSD > 0 {
+		argv = append(argv, "--max-budget-usd", formatUSD(req.MaxBudgetUSD))
+	}
+	if req.SessionID != "" {
+		argv = append(argv, "--resume", req.SessionID)
+	}
+	argv = append(argv, req.Args...)
+	return Invocation{Argv: argv, Stdin: req.Prompt, UseStdin: true}, nil
+}
+
+// formatUSD rounds down to 1/10000 USD, so the cap passed on never exceeds
+// what is left of the budget.
+func formatUSD(v float64) string {
+	return strconv.FormatFloat(math.Floor(v*10000)/10000, 'f', -1, 64)
+}
+
+// claudeEvent holds the fields runr reads from any stream-json event or the
+// single object of --output-format json; the rest is ignored.
+type claudeEvent struct {
+	Type      string `json:"type"`
+	Subtype   string `json:"subtype"`
+	SessionID string `json:"session_id"`
+
+	// assistant
+	Message *struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"message"`
+	Error          string `json:"error"` // assistant and system/api_retry
+	APIErrorStatus *int   `json:"api_error_status"`
+
+	// system/api_retry
+	ErrorStatus *int `json:"error_status"`
+
+	// result
+	IsError      bool     `json:"is_error"`
+	Result       *string  `json:"result"`
+	Errors       []string `json:"errors"`
+	TotalCostUSD *float64 `json:"total_cost_usd"`
+	NumTurns     int      `json:"num_turns"`
+	Usage        *struct {
+		InputTokens              int64 `json:"input_tokens"`
+		OutputTokens             int64 `json:"output_tokens"`
+		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	} `json:"usage"`
+}
+
+type claudeParser struct {
+	req       Request
+	sessionID string
+	lastText  string // the last assistant message's text
+	apiError  string // the error field of the last assistant message
+	apiStatus int
+	retry     string // the error of the last api_retry
+	retryCode int
+	result    *claudeEvent
+}
+
+func (p *claudeParser) Line(line []byte) bool {
+	var ev claudeEvent
+	if !decodeLine(line, &ev) {
+		return false
+	}
+	if ev.SessionID != "" {
+		p.sessionID = ev.SessionID
+	}
+	switch ev.Type {
+	case "assistant":
+		if ev.Message != nil {
+			var parts []string
+			for _, c := range ev.Message.Content {
+				if c.Type == "text" && c.Text != "" {
+					parts = append(parts, c.Text)
+				}
+			}
+			if len(parts) > 0 {
+				p.lastText = lastBytes(strings.Join(parts, "\n"), maxFinalText)
+			}
+		}
+		if ev.Error != "" {
+			p.apiError = ev.Error
+			if ev.APIErrorStatus != nil {
+				p.apiStatus = *ev.APIErrorStatus
+			}
+		}
+	case "system":
+		if ev.Subtype == "api_retry" {
+			p.retry = ev.Error
+			if ev.ErrorStatus != nil {
+				p.retryCode = *ev.ErrorStatus
+			}
+			// Retrying a rejected credential cannot succeed; stop now rather
+			// than wait out the CLI's backoff.
+			return ev.Error == "authentication_failed" || p.retryCode == 401
+		}
+	case "result":
+		r := ev
+		p.result = &r
+	}
+	return false
+}
+
+func (p *claudeParser) Finish(exitCode int, tail []byte) Result {
+	res := Result{SessionID: p.sessionID, FinalText: p.lastText}
+	rs := p.result
+	if rs != nil {
+		if rs.SessionID != "" {
+			res.SessionID = rs.SessionID
+		}
+		if rs.Result != nil {
+			res.FinalText = lastBytes(*rs.Result, maxFinalText)
+		}
+		res.Turns = rs.NumTurns
+		if rs.Usage != nil {
+			res.InputTokens = rs.Usage.InputTokens
+			res.OutputTokens = rs.Usage.OutputTokens
+			res.CacheReadTokens = rs.Usage.CacheReadInputTokens
+			res.CacheWriteTokens = rs.Usage.CacheCreationInputTokens
+		}
+		if rs.TotalCostUSD != nil {
+			res.CostUSD, res.CostKnown = *rs.TotalCostUSD, true
+		}
+	}
+	res.Signal, res.SignalText = DetectSignal(res.FinalText, p.req.promise(), p.req.Prompt)
+
+	switch {
+	case rs == nil:
+		res.IsError = true
+		res.ErrorText = p.noResultError(exitCode, tail)
+		res.Class = p.classify(res.ErrorText)
+	case rs.Subtype == "error_max_turns":
+		res.IsError, res.Class = true, ClassMaxTurns
+		res.ErrorText = p.resultError(rs, "claude reached its turn limit (--max-turns)")
+	case rs.Subtype == "error_max_budget_usd":
+		res.IsError, res.Class = true, ClassBudget
+		res.ErrorText = p.resultError(rs, "claude reached the cost cap (--max-budget-usd)")
+	case rs.IsError || rs.Subtype != "success":
+		res.IsError = true
+		res.ErrorText = p.resultError(rs, "claude reported an error ("+rs.Subtype+")")
+		if rs.APIErrorStatus != nil {
+			res.Class = classifyStatus(*rs.APIErrorStatus)
+		}
+		if res.Class == ClassNone || res.Class == ClassError {
+			res.Class = p.classify(res.ErrorText)
+		}
+	case exitCode != 0:
+		// A success result followed by a failing exit (a hook, a crash on the
+		// way out) is not something to build on.
+		res.IsError, res.Class = true, ClassError
+		res.ErrorText = fmt.Sprintf("claude exited with code %d after reporting success", exitCode)
+		if t := lastLines(string(tail), 3); t != "" {
+			res.ErrorText += ": " + t
+		}
+	}
+	if res.Class == ClassRateLimit {
+		res.ResetAt = parseResetAt(res.ErrorText+"\n"+string(tail), time.Now())
+	}
+	return res
+}
+
+// noResultError says why a call ended without a result event: what the API
+// said last, else the plain (non-JSON) end of the output.
+func (p *claudeParser) noResultError(exitCode int, tail []byte) string {
+	msg := fmt.Sprintf("claude exited with code %d without a result", exitCode)
+	switch {
+	case p.apiError != "" && p.lastText != "":
+		return msg + ": " + lastLines(p.lastText, 3)
+	case p.retry != "":
+		return fmt.Sprintf("%s: API error %s (HTTP %d)", msg, p.retry, p.retryCode)
+	}
+	if t := plainTail(tail, 3); t != "" {
+		return msg + ": " + t
+	}
+	return msg
+}
+
+func (p *claudeParser) resultError(rs *claudeEvent, fallback string) string {
+	var parts []string
+	if rs.Result != nil && strings.TrimSpace(*rs.Result) != "" {
+		parts = append(parts, lastLines(*rs.Result, 3))
+	}
+	parts = append(parts, rs.Errors...)
+	if len(parts) == 0 {
+		return fallback
+	}
+	return strings.Join(parts, "\n")
+}
+
+// classify uses what the stream said about API failures before falling back
+// to the error text.
+func (p *claudeParser) classify(text string) Class {
+	for _, st := range []int{p.apiStatus, p.retryCode} {
+		if c := classifyStatus(st); c != ClassNone && c != ClassError {
+			return c
+		}
+	}
+	for _, e := range []string{p.apiError, p.retry} {
+		switch e {
+		case "authentication_failed":
+			return ClassAuth
+		case "rate_limit":
+			return ClassRateLimit
+		case "overloaded", "server_error":
+			return ClassServer
+		}
+	}
+	return classifyText(text)
+}

@@ -1,0 +1,137 @@
+package agents
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// maxArgPrompt is the longest prompt passed as one argument. Linux refuses a
+// single argument over 128 KiB (MAX_ARG_STRLEN); longer prompts go on stdin
+// where the CLI can read them there.
+const maxArgPrompt = 100 << 10
+
+// fitsInArgv reports whether the prompt can be one argument: short enough,
+// and not starting with "-", which the CLI would take for a flag.
+func fitsInArgv(prompt string) bool {
+	return len(prompt) <= maxArgPrompt && !strings.HasPrefix(prompt, "-")
+}
+
+// codexAdapter runs `codex exec --json`. Options go before the `resume`
+// subcommand because codex takes --sandbox only there.
+type codexAdapter struct{}
+
+func (codexAdapter) Kind() string                 { return "codex" }
+func (codexAdapter) Program(Request) string       { return "codex" }
+func (codexAdapter) VersionArgs() []string        { return []string{"--version"} }
+func (codexAdapter) CredentialEnv() []string      { return []string{"OPENAI_API_KEY", "CODEX_API_KEY"} }
+func (codexAdapter) NewParser(req Request) Parser { return &codexParser{req: req} }
+
+func (codexAdapter) Invocation(req Request) (Invocation, error) {
+	argv := []string{"codex", "exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write"}
+	if req.Model != "" {
+		argv = append(argv, "--model", req.Model)
+	}
+	argv = append(argv, req.Args...)
+	if req.SessionID != "" {
+		argv = append(argv, "resume", req.SessionID)
+	}
+	if fitsInArgv(req.Prompt) {
+		return Invocation{Argv: append(argv, req.Prompt)}, nil
+	}
+	// "-" makes codex read the prompt from stdin.
+	return Invocation{Argv: append(argv, "-"), Stdin: req.Prompt, UseStdin: true}, nil
+}
+
+type codexEvent struct {
+	Type     string `json:"type"`
+	ThreadID string `json:"thread_id"`
+	Message  string `json:"message"` // error
+	Usage    *struct {
+		InputTokens       int64 `json:"input_tokens"`
+		CachedInputTokens int64 `json:"cached_input_tokens"`
+		OutputTokens      int64 `json:"output_tokens"`
+	} `json:"usage"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"` // turn.failed
+	Item *struct {
+		Type     string `json:"type"`
+		ItemType string `json:"item_type"` // the name of the field in early releases
+		Text     string `json:"text"`
+	} `json:"item"`
+}
+
+type codexParser struct {
+	req        Request
+	res        Result
+	completed  int
+	failed     bool
+	errText    string
+	lastErrMsg string
+}
+
+func (p *codexParser) Line(line []byte) bool {
+	var ev codexEvent
+	if !decodeLine(line, &ev) {
+		return false
+	}
+	switch ev.Type {
+	case "thread.started":
+		p.res.SessionID = ev.ThreadID
+	case "turn.completed", "turn.failed":
+		p.res.Turns++
+		if ev.Usage != nil {
+			p.res.InputTokens += ev.Usage.InputTokens
+			p.res.CacheReadTokens += ev.Usage.CachedInputTokens
+			p.res.OutputTokens += ev.Usage.OutputTokens
+		}
+		if ev.Type == "turn.completed" {
+			p.completed++
+			break
+		}
+		p.failed = true
+		if ev.Error != nil && ev.Error.Message != "" {
+			p.errText = ev.Error.Message
+		} else {
+			p.errText = p.lastErrMsg
+		}
+	case "error":
+		// Codex also reports errors it recovers from (a reconnect), so an
+		// error event alone does not fail the call; it explains a failure.
+		p.lastErrMsg = ev.Message
+	case "item.completed":
+		if ev.Item != nil && (ev.Item.Type == "agent_message" || ev.Item.ItemType == "assistant_message") {
+			p.res.FinalText = lastBytes(ev.Item.Text, maxFinalText)
+		}
+	}
+	return false
+}
+
+func (p *codexParser) Finish(exitCode int, tail []byte) Result {
+	res := p.res
+	res.Signal, res.SignalText = DetectSignal(res.FinalText, p.req.promise(), p.req.Prompt)
+	switch {
+	case p.failed:
+		res.ErrorText = p.errText
+	case exitCode != 0:
+		res.ErrorText = fmt.Sprintf("codex exited with code %d", exitCode)
+	case p.completed == 0:
+		res.ErrorText = "codex ended without completing a turn"
+	default:
+		return res
+	}
+	res.IsError = true
+	if p.lastErrMsg != "" && !strings.Contains(res.ErrorText, p.lastErrMsg) {
+		res.ErrorText += ": " + p.lastErrMsg
+	} else if !p.failed {
+		if t := plainTail(tail, 3); t != "" {
+			res.ErrorText += ": " + t
+		}
+	}
+	res.Class = classifyText(res.ErrorText)
+	if res.Class == ClassRateLimit {
+		res.ResetAt = parseResetAt(res.ErrorText, time.Now())
+	}
+	return res
+}

@@ -1,0 +1,102 @@
+package agents
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// Placeholders a command agent's argv may hold.
+const (
+	placeholderPrompt     = "{prompt}"
+	placeholderPromptFile = "{prompt_file}"
+)
+
+// commandAdapter runs any program. It knows nothing of the program's output
+// but the completion signal, which it looks for in every stdout line.
+type commandAdapter struct{}
+
+func (commandAdapter) Kind() string            { return "command" }
+func (commandAdapter) VersionArgs() []string   { return nil }
+func (commandAdapter) CredentialEnv() []string { return nil }
+
+func (commandAdapter) Program(req Request) string {
+	if len(req.Command) == 0 {
+		return ""
+	}
+	return req.Command[0]
+}
+
+// Invocation substitutes {prompt} and {prompt_file} inside any argument;
+// when the argv uses neither, the prompt goes on stdin.
+func (commandAdapter) Invocation(req Request) (Invocation, error) {
+	if len(req.Command) == 0 {
+		return Invocation{}, stopreasons.Errorf(stopreasons.ConfigInvalid,
+			"agent.command is empty: set agent.command in runr.yaml or give the argv after -- (runr run -- my-agent {prompt})")
+	}
+	argv := make([]string, len(req.Command))
+	used := false
+	for i, a := range req.Command {
+		if strings.Contains(a, placeholderPromptFile) {
+			if req.PromptFile == "" {
+				return Invocation{}, fmt.Errorf("agent.command argument %q needs the prompt file, but none was written for this call", a)
+			}
+			a = strings.ReplaceAll(a, placeholderPromptFile, req.PromptFile)
+			used = true
+		}
+		if strings.Contains(a, placeholderPrompt) {
+			a = strings.ReplaceAll(a, placeholderPrompt, req.Prompt)
+			used = true
+		}
+		argv[i] = a
+	}
+	if used {
+		return Invocation{Argv: argv}, nil
+	}
+	return Invocation{Argv: argv, Stdin: req.Prompt, UseStdin: true}, nil
+}
+
+func (commandAdapter) NewParser(req Request) Parser {
+	return &commandParser{
+		signals: newSignalDetector(req.promise(), req.Prompt),
+		out:     tailBuffer{max: maxFinalText},
+	}
+}
+
+// commandParser scans each stdout line for the signal as it streams, so a
+// signal early in a long output is found with memory bounded by the tail.
+type commandParser struct {
+	signals *signalDetector
+	out     tailBuffer
+}
+
+func (p *commandParser) Line(line []byte) bool {
+	p.signals.line(string(line))
+	p.out.writeLine(line)
+	return false
+}
+
+func (p *commandParser) Finish(exitCode int, tail []byte) Result {
+	res := Result{
+		FinalText:  p.out.String(),
+		Signal:     p.signals.signal,
+		SignalText: p.signals.text,
+	}
+	switch {
+	case exitCode != 0:
+		res.ErrorText = fmt.Sprintf("the agent command exited with code %d", exitCode)
+		if t := lastLines(string(tail), 3); t != "" {
+			res.ErrorText += ": " + t
+		}
+	case res.Signal == SignalFailed:
+		res.ErrorText = "the agent said RUNR_STATUS: failed"
+		if res.SignalText != "" {
+			res.ErrorText += ": " + res.SignalText
+		}
+	default:
+		return res
+	}
+	res.IsError, res.Class = true, ClassError
+	return res
+}

@@ -1,0 +1,164 @@
+package agents
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// geminiAdapter runs Gemini CLI headless with stream-json output.
+type geminiAdapter struct{}
+
+func (geminiAdapter) Kind() string                 { return "gemini" }
+func (geminiAdapter) Program(Request) string       { return "gemini" }
+func (geminiAdapter) VersionArgs() []string        { return []string{"--version"} }
+func (geminiAdapter) NewParser(req Request) Parser { return &geminiParser{req: req} }
+
+func (geminiAdapter) CredentialEnv() []string {
+	return []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS"}
+}
+
+// stdinPrompt stands in the argv for a prompt that does not fit there; the
+// CLI appends what it reads on stdin to the -p prompt.
+const stdinPrompt = "Follow the instructions given on standard input."
+
+func (geminiAdapter) Invocation(req Request) (Invocation, error) {
+	inv := Invocation{}
+	prompt := req.Prompt
+	if !fitsInArgv(prompt) {
+		prompt, inv.Stdin, inv.UseStdin = stdinPrompt, req.Prompt, true
+	}
+	argv := []string{"gemini", "-p", prompt, "--output-format", "stream-json", "--approval-mode", "yolo"}
+	if req.Model != "" {
+		argv = append(argv, "-m", req.Model)
+	}
+	if req.SessionID != "" {
+		argv = append(argv, "--resume", req.SessionID)
+	}
+	inv.Argv = append(argv, req.Args...)
+	return inv, nil
+}
+
+// Gemini CLI's documented exit codes.
+const (
+	geminiExitAuth      = 41
+	geminiExitInput     = 42
+	geminiExitConfig    = 52
+	geminiExitTurnLimit = 53
+	geminiExitCancelled = 130
+)
+
+type geminiEvent struct {
+	Type      string `json:"type"`
+	SessionID string `json:"session_id"`
+	Role      string `json:"role"`
+	Content   string `json:"content"`
+	Delta     bool   `json:"delta"`
+	Severity  string `json:"severity"`
+	Message   string `json:"message"` // error
+	Status    string `json:"status"`  // result
+	Error     *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+	Stats *struct {
+		InputTokens  int64 `json:"input_tokens"`
+		OutputTokens int64 `json:"output_tokens"`
+		Cached       int64 `json:"cached"`
+	} `json:"stats"`
+}
+
+type geminiParser struct {
+	req     Request
+	res     Result
+	msg     strings.Builder // the assistant message being streamed
+	inMsg   bool            // the last event was part of an assistant message
+	result  *geminiEvent
+	lastErr string
+}
+
+func (p *geminiParser) Line(line []byte) bool {
+	var ev geminiEvent
+	if !decodeLine(line, &ev) {
+		return false
+	}
+	if ev.Type != "message" || ev.Role != "assistant" {
+		p.inMsg = false
+	}
+	switch ev.Type {
+	case "init":
+		p.res.SessionID = ev.SessionID
+	case "message":
+		if ev.Role != "assistant" {
+			break
+		}
+		// A message after a tool call starts a new turn; only the last
+		// message is the agent's final word.
+		if !p.inMsg || !ev.Delta {
+			p.msg.Reset()
+			p.res.Turns++
+		}
+		p.inMsg = true
+		p.msg.WriteString(ev.Content)
+		if p.msg.Len() > 2*maxFinalText {
+			kept := lastBytes(p.msg.String(), maxFinalText)
+			p.msg.Reset()
+			p.msg.WriteString(kept)
+		}
+	case "error":
+		if ev.Message != "" {
+			p.lastErr = ev.Message
+		}
+	case "result":
+		r := ev
+		p.result = &r
+		if ev.Stats != nil {
+			p.res.InputTokens = ev.Stats.InputTokens
+			p.res.OutputTokens = ev.Stats.OutputTokens
+			p.res.CacheReadTokens = ev.Stats.Cached
+		}
+	}
+	return false
+}
+
+func (p *geminiParser) Finish(exitCode int, tail []byte) Result {
+	res := p.res
+	res.FinalText = lastBytes(p.msg.String(), maxFinalText)
+	res.Signal, res.SignalText = DetectSignal(res.FinalText, p.req.promise(), p.req.Prompt)
+	r := p.result
+	switch {
+	case r != nil && r.Status == "error":
+		res.ErrorText = "gemini reported an error"
+		if r.Error != nil && r.Error.Message != "" {
+			res.ErrorText = r.Error.Message
+		}
+	case exitCode != 0:
+		res.ErrorText = fmt.Sprintf("gemini exited with code %d", exitCode)
+	case r == nil:
+		res.ErrorText = "gemini ended without a result"
+	default:
+		return res
+	}
+	res.IsError = true
+	if p.lastErr != "" && !strings.Contains(res.ErrorText, p.lastErr) {
+		res.ErrorText += ": " + p.lastErr
+	} else if r == nil {
+		if t := plainTail(tail, 3); t != "" {
+			res.ErrorText += ": " + t
+		}
+	}
+	switch exitCode {
+	case geminiExitAuth:
+		res.Class = ClassAuth
+	case geminiExitTurnLimit:
+		res.Class = ClassMaxTurns
+	case geminiExitInput, geminiExitConfig, geminiExitCancelled:
+		res.Class = ClassError
+	default:
+		res.Class = classifyText(res.ErrorText)
+	}
+	if res.Class == ClassRateLimit {
+		res.ResetAt = parseResetAt(res.ErrorText, time.Now())
+	}
+	return res
+}
