@@ -1,0 +1,212 @@
+package config
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/runr-dev/runr/internal/stopconditions"
+)
+
+// kind says how a key's value is written and checked.
+type kind int
+
+const (
+	kindString     kind = iota
+	kindStrings         // a list of strings
+	kindGlobs           // a list of doublestar patterns
+	kindDuration        // a Go duration with a unit, greater than 0
+	kindBudgetTime      // a duration, or a bare number of minutes
+	kindDurations       // a non-empty list of durations
+	kindCount           // a whole number, 0 or more
+	kindCount64         // a whole number, 0 or more, that may exceed 32 bits
+	kindAmount          // a number, 0 or more (money)
+	kindRate            // a number from 0 to 1
+	kindBool
+	kindAgentKind
+	kindOnFailure
+	kindConditions // a list of custom stop conditions
+)
+
+// isList reports whether an environment variable for the kind holds a JSON array.
+func (k kind) isList() bool {
+	switch k {
+	case kindStrings, kindGlobs, kindDurations, kindConditions:
+		return true
+	}
+	return false
+}
+
+// keyDef is one known key: its dotted name, how it is written, and its
+// default in the form a runr.yaml would write it.
+type keyDef struct {
+	name string
+	kind kind
+	def  any
+}
+
+// agentKinds are the values agent.kind accepts.
+var agentKinds = []string{"claude", "codex", "gemini", "opencode", "aider", "command"}
+
+// defaultLockfiles are the files that change only when dependencies change.
+var defaultLockfiles = []string{
+	"go.sum", "package-lock.json", "pnpm-lock.yaml", "yarn.lock", "Cargo.lock",
+	"poetry.lock", "uv.lock", "Gemfile.lock", "composer.lock",
+}
+
+// keyDefs lists every key in the order of DESIGN §10; that order is also
+// the order in which values are checked, so the first error is predictable.
+var keyDefs = func() []keyDef {
+	r := stopconditions.DefaultRules()
+	return []keyDef{
+		{"agent.kind", kindAgentKind, "command"},
+		{"agent.command", kindStrings, []string{}},
+		{"agent.args", kindStrings, []string{}},
+		{"agent.model", kindString, ""},
+		{"agent.permission_mode", kindString, "bypassPermissions"},
+		{"agent.timeout", kindDuration, "20m"},
+		{"agent.idle_timeout", kindDuration, "5m"},
+		{"agent.kill_grace", kindDuration, "5s"},
+		{"agent.completion_promise", kindString, "<promise>COMPLETE</promise>"},
+		{"agent.continue_session", kindBool, false},
+		{"agent.price.input_per_mtok", kindAmount, 0.0},
+		{"agent.price.output_per_mtok", kindAmount, 0.0},
+		{"task", kindString, ""},
+		{"verify.commands", kindStrings, []string{}},
+		{"verify.timeout", kindDuration, "10m"},
+		{"review.command", kindStrings, []string{}},
+		{"scope.allow", kindGlobs, []string{}},
+		{"scope.deny", kindGlobs, []string{}},
+		{"scope.lockfiles", kindGlobs, defaultLockfiles},
+		{"checkpoint.commit", kindBool, false},
+		{"budget.time", kindBudgetTime, "30m"},
+		{"budget.max_ticks", kindCount, 200},
+		{"budget.max_iterations", kindCount, 0},
+		{"budget.max_cost_usd", kindAmount, 0.0},
+		{"budget.max_tokens", kindCount64, 0},
+		{"stop.max_milestone_retries", kindCount, r.MaxMilestoneRetries},
+		{"stop.on_milestone_failure", kindOnFailure, r.OnMilestoneFailure},
+		{"stop.max_consecutive_fails", kindCount, r.MaxConsecutiveFails},
+		{"stop.max_retry_rate", kindRate, r.MaxRetryRate},
+		{"stop.max_reject_rate", kindRate, r.MaxRejectRate},
+		{"stop.min_attempts_for_rates", kindCount, r.MinAttemptsForRates},
+		{"stop.circuit_breaker", kindCount, r.CircuitBreaker},
+		{"stop.same_error", kindCount, r.SameError},
+		{"stop.noop", kindCount, r.Noop},
+		{"stop.no_progress", kindCount, r.NoProgress},
+		{"stop.max_edge", kindCount, r.MaxEdge},
+		{"stop.max_review_rounds", kindCount, r.MaxReviewRounds},
+		{"stop.success", kindConditions, []any{}},
+		{"stop.failure", kindConditions, []any{}},
+		{"stop.conditions", kindConditions, []any{}},
+		{"resume.max_auto_resumes", kindCount, 3},
+		{"resume.backoff", kindDurations, []string{"30s", "2m", "5m"}},
+		{"resume.max_wait", kindDuration, "6h"},
+	}
+}()
+
+// keyIndex finds a key's definition by its dotted name.
+var keyIndex = func() map[string]keyDef {
+	m := make(map[string]keyDef, len(keyDefs))
+	for _, d := range keyDefs {
+		m[d.name] = d
+	}
+	return m
+}()
+
+// sections holds every dotted prefix of a key ("agent", "agent.price"):
+// the names under which runr.yaml holds a mapping rather than a value.
+var sections = func() map[string]bool {
+	m := map[string]bool{}
+	for _, d := range keyDefs {
+		parts := strings.Split(d.name, ".")
+		for i := 1; i < len(parts); i++ {
+			m[strings.Join(parts[:i], ".")] = true
+		}
+	}
+	return m
+}()
+
+// envIndex maps each RUNR_* variable name to its key.
+var envIndex = func() map[string]string {
+	m := make(map[string]string, len(keyDefs))
+	for _, d := range keyDefs {
+		m[EnvName(d.name)] = d.name
+	}
+	return m
+}()
+
+// Keys returns every known dotted key in the order of the design contract.
+func Keys() []string {
+	keys := make([]string, len(keyDefs))
+	for i, d := range keyDefs {
+		keys[i] = d.name
+	}
+	return keys
+}
+
+// EnvName returns the environment variable that sets key:
+// "budget.time" is RUNR_BUDGET_TIME.
+func EnvName(key string) string {
+	return "RUNR_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// suggest returns the known key or section closest to name, or "" when none
+// is close enough to be what the user meant.
+func suggest(name string) string {
+	candidates := make([]string, 0, len(keyDefs)+len(sections))
+	for _, d := range keyDefs {
+		candidates = append(candidates, d.name)
+	}
+	for s := range sections {
+		candidates = append(candidates, s)
+	}
+	sort.Strings(candidates)
+
+	best, bestDist := "", -1
+	for _, c := range candidates {
+		d := distance(name, c)
+		if bestDist < 0 || d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	// A few edits is a typo; more is a different word.
+	if bestDist >= 0 && bestDist <= 1+len(name)/5 {
+		return best
+	}
+	// A key cut short: "agent.price.input".
+	last := name[strings.LastIndex(name, ".")+1:]
+	for _, c := range candidates {
+		if len(last) >= 3 && strings.HasPrefix(c, name) {
+			return c
+		}
+	}
+	// The right key in the wrong section: "budget.max_retry_rate" or a
+	// top-level "max_ticks".
+	for _, c := range candidates {
+		if c[strings.LastIndex(c, ".")+1:] == last {
+			return c
+		}
+	}
+	return ""
+}
+
+// distance is the Levenshtein edit distance between a and b.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
