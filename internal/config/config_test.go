@@ -465,6 +465,7 @@ func TestParseBudgetTime(t *testing.T) {
 		{in: "", err: "not a duration (use 30m, 1h30m, or minutes as a number)"},
 		{in: "NaN", err: "not a duration (use 30m, 1h30m, or minutes as a number)"},
 		{in: "0", err: "not positive (give a time greater than 0, e.g. 30m)"},
+		{in: "1e300", err: "too large (the longest time is about 290 years)"},
 		{in: "-10m", err: "not positive (give a time greater than 0, e.g. 30m)"},
 	}
 	for _, tt := range tests {

@@ -104,6 +104,9 @@ func budgetTime(s string) (time.Duration, string) {
 		if m <= 0 {
 			return 0, "not positive (give a time greater than 0, e.g. 30m)"
 		}
+		if m >= float64(math.MaxInt64)/float64(time.Minute) {
+			return 0, "too large (the longest time is about 290 years)"
+		}
 		return time.Duration(m * float64(time.Minute)), ""
 	}
 	d, err := time.ParseDuration(s)
