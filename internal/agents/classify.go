@@ -13,11 +13,14 @@ import (
 
 // Error texts are matched in this order: an authentication failure is the
 // most specific and needs a person, a limit resets by itself, a server error
-// is worth another attempt.
+// is worth another attempt. A bare number counts as an HTTP status only next
+// to a word that says so, so "main.go:500" is no server error.
+const statusCtx = `(?:status|error|http|code|rejected)\W{0,3}(?:code\W{0,3})?`
+
 var (
-	authText   = regexp.MustCompile(`(?i)\b401\b|unauthori[sz]ed|unauthenticated|authentication|invalid[ _-]?(api[ _-]?key|x-api-key)|api key not valid|not logged in|please (run .*)?log ?in|login required|oauth token`)
-	rateText   = regexp.MustCompile(`(?i)rate[ _-]?limit|usage limit|hit your limit|too many requests|\b429\b|quota|resource[ _]exhausted|limit reached`)
-	serverText = regexp.MustCompile(`(?i)\b(500|502|503|504|529)\b|overloaded|internal server error|service unavailable|bad gateway|server[ _]error|serviceunavailable|internalservererror`)
+	authText   = regexp.MustCompile(`(?i)` + statusCtx + `401\b|unauthori[sz]ed|unauthenticated|authentication|invalid[ _-]?(api[ _-]?key|x-api-key)|api key not valid|not logged in|please (run .*)?/?log ?in|login required|oauth token`)
+	rateText   = regexp.MustCompile(`(?i)` + statusCtx + `429\b|\b429 too many|rate[ _-]?limit|usage limit|hit your limit|too many requests|quota|resource.{0,20}exhausted|limit reached`)
+	serverText = regexp.MustCompile(`(?i)` + statusCtx + `(50[0-4]|529)\b|\b(50[0-4]|529)\s+(internal|service|bad|gateway|overloaded)|overloaded|internal server error|service unavailable|bad gateway|server[ _]error|serviceunavailable|internalservererror`)
 )
 
 // classifyText gives the class of an error message; ClassError when it says

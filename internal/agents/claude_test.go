@@ -98,9 +98,9 @@ func TestClaudeSyntheticResults(t *testing.T) {
 		check   func(t *testing.T, r Result)
 	}{
 		{
-			name: "usage limit with epoch reset",
+			name:  "usage limit with epoch reset",
 			lines: []string{`{"type":"result","subtype":"success","is_error":true,"result":"Claude AI usage limit reached|1763776800","session_id":"s1","total_cost_usd":0,"num_turns":1}`},
-			exit: 1, isError: true, class: ClassRateLimit,
+			exit:  1, isError: true, class: ClassRateLimit,
 			check: func(t *testing.T, r Result) {
 				assert.Equal(t, time.Unix(1763776800, 0).UTC(), r.ResetAt)
 			},
@@ -128,9 +128,9 @@ func TestClaudeSyntheticResults(t *testing.T) {
 			},
 		},
 		{
-			name: "is_error with exit 0 is an error",
+			name:  "is_error with exit 0 is an error",
 			lines: []string{`{"type":"result","subtype":"success","is_error":true,"result":"Something went wrong","session_id":"s4"}`},
-			exit: 0, isError: true, class: ClassError,
+			exit:  0, isError: true, class: ClassError,
 		},
 		{
 			name:  "success result but a failing exit",
@@ -154,9 +154,9 @@ func TestClaudeSyntheticResults(t *testing.T) {
 			},
 		},
 		{
-			name: "blocked signal in the final message",
+			name:  "blocked signal in the final message",
 			lines: []string{`{"type":"result","subtype":"success","is_error":false,"result":"I cannot go on.\nRUNR_STATUS: blocked: need the staging DB password","session_id":"s7","total_cost_usd":0.2}`},
-			exit: 0,
+			exit:  0,
 			check: func(t *testing.T, r Result) {
 				assert.Equal(t, SignalBlocked, r.Signal)
 				assert.Equal(t, "need the staging DB password", r.SignalText)
