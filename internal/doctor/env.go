@@ -1,0 +1,523 @@
+package doctor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/state"
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// Check is one environment check of `runr doctor` without a run id.
+type Check struct {
+	Name   string           `json:"name"`
+	OK     bool             `json:"ok"`
+	Detail string           `json:"detail"`
+	Code   stopreasons.Code `json:"code"` // config_invalid for the config check, environment_invalid otherwise
+}
+
+// Names of the checks, in the order CheckEnvironment makes them.
+const (
+	CheckGit           = "git repository"
+	CheckStore         = "run store writable"
+	CheckConfig        = "config valid"
+	CheckAgent         = "agent program"
+	CheckCredentials   = "agent credentials"
+	CheckVerify        = "verify programs"
+	CheckStaleLocks    = "stale locks"
+	CheckDeadClaims    = "dead claims"
+	CheckLeftoverTemps = "leftover temp files"
+	CheckWorktrees     = "orphan worktrees"
+)
+
+// EnvOptions say where to look and carry what only cmd/runr knows (the
+// agent adapters are not doctor's to import).
+type EnvOptions struct {
+	Dir        string // where runr was invoked
+	Home       string // run store ("" = default: <git common dir>/runr)
+	ConfigFile string
+	Environ    []string
+	// AgentVersion runs the agent program to learn its version.
+	AgentVersion     func(program string, args []string) (string, error)
+	AgentProgram     string
+	AgentVersionArgs []string
+	// CredentialEnv names the variables that can hold the agent's
+	// credentials; only whether each is set is reported, never its value.
+	CredentialEnv []string
+}
+
+// CheckEnvironment checks what a run needs: a git repository, a writable
+// run store, a valid config, the agent and verify programs, and the store's
+// leftovers from crashed runs. Checks that need something an earlier check
+// found missing (the store, the config) are left out rather than reported
+// twice.
+func CheckEnvironment(ctx context.Context, o EnvOptions) []Check {
+	if o.Environ == nil {
+		o.Environ = os.Environ()
+	}
+	var checks []Check
+	add := func(c Check) {
+		if c.Code == "" {
+			c.Code = stopreasons.EnvironmentInvalid
+		}
+		checks = append(checks, c)
+	}
+
+	root, gitCheck := checkGit(ctx, o.Dir)
+	add(gitCheck)
+
+	var store *state.Store
+	home := o.Home
+	if home == "" && gitCheck.OK {
+		h, err := state.DefaultHome(o.Dir)
+		if err != nil {
+			add(Check{Name: CheckStore, Detail: err.Error()})
+		}
+		home = h
+	}
+	if home != "" {
+		s, err := state.Open(home)
+		if err != nil {
+			add(Check{Name: CheckStore, Detail: err.Error()})
+		} else {
+			store = s
+			add(Check{Name: CheckStore, OK: true, Detail: s.Home})
+		}
+	}
+
+	cfg, cfgCheck := checkConfig(root, o)
+	add(cfgCheck)
+
+	add(checkAgent(o, cfg))
+	if len(o.CredentialEnv) > 0 {
+		add(checkCredentials(o))
+	}
+	if cfg != nil {
+		add(checkVerify(root, o.Environ, cfg))
+	}
+
+	if store != nil {
+		add(checkStaleLocks(store))
+		add(checkDeadClaims(store))
+		add(checkLeftoverTemps(store))
+		if root != "" {
+			add(checkWorktrees(ctx, store, root))
+		}
+	}
+	return checks
+}
+
+// Verdict is the exit reason of the environment checks: complete when all
+// pass, config_invalid when the config check failed, else environment_invalid.
+func Verdict(checks []Check) stopreasons.Code {
+	verdict := stopreasons.Complete
+	for _, c := range checks {
+		if c.OK {
+			continue
+		}
+		if c.Code == stopreasons.ConfigInvalid {
+			return stopreasons.ConfigInvalid
+		}
+		verdict = stopreasons.EnvironmentInvalid
+	}
+	return verdict
+}
+
+func checkGit(ctx context.Context, dir string) (root string, c Check) {
+	c.Name = CheckGit
+	out, err := git(ctx, dir, "rev-parse", "--show-toplevel")
+	if err != nil {
+		c.Detail = err.Error() + "; run runr inside a git checkout (or `git init`)"
+		return "", c
+	}
+	c.OK, c.Detail = true, out
+	return out, c
+}
+
+func checkConfig(root string, o EnvOptions) (*config.Config, Check) {
+	c := Check{Name: CheckConfig, Code: stopreasons.ConfigInvalid}
+	cfg, err := config.Load(config.LoadOptions{RepoRoot: root, ConfigFile: o.ConfigFile, Environ: o.Environ})
+	if err != nil {
+		c.Detail = err.Error()
+		return nil, c
+	}
+	c.OK = true
+	c.Detail = "no " + config.FileName + "; defaults and RUNR_* variables"
+	if cfg.File != "" {
+		c.Detail = cfg.File
+	}
+	return cfg, c
+}
+
+func checkAgent(o EnvOptions, cfg *config.Config) Check {
+	c := Check{Name: CheckAgent}
+	program := o.AgentProgram
+	if program == "" && cfg != nil {
+		if cfg.Agent.Kind == "command" {
+			if len(cfg.Agent.Command) > 0 {
+				program = cfg.Agent.Command[0]
+			}
+		} else {
+			// The adapters' programs are named after their kinds.
+			program = cfg.Agent.Kind
+		}
+	}
+	if program == "" {
+		c.Detail = "no agent configured: set agent.kind (or agent.command) in runr.yaml, or pass --agent"
+		return c
+	}
+	path, err := lookPath(program, o.Environ)
+	if err != nil {
+		c.Detail = fmt.Sprintf("%s: %v; install it or fix agent.kind / agent.command", program, err)
+		return c
+	}
+	c.OK, c.Detail = true, path
+	if o.AgentVersion != nil && len(o.AgentVersionArgs) > 0 {
+		v, err := o.AgentVersion(path, o.AgentVersionArgs)
+		if err != nil {
+			c.OK = false
+			c.Detail = fmt.Sprintf("%s %s failed: %v; check the installation", path, strings.Join(o.AgentVersionArgs, " "), err)
+			return c
+		}
+		if v = firstLine(v); v != "" {
+			c.Detail += " (" + v + ")"
+		}
+	}
+	return c
+}
+
+// checkCredentials reports which credential variables are set, by name
+// only. An agent may be logged in without any of them, so absence is not a
+// failure; the line is there for the person reading a worker_auth_failed.
+func checkCredentials(o EnvOptions) Check {
+	set := map[string]bool{}
+	for _, kv := range o.Environ {
+		if name, v, ok := strings.Cut(kv, "="); ok && v != "" {
+			set[name] = true
+		}
+	}
+	var parts []string
+	for _, name := range o.CredentialEnv {
+		presence := "absent"
+		if set[name] {
+			presence = "present"
+		}
+		parts = append(parts, name+" "+presence)
+	}
+	return Check{Name: CheckCredentials, OK: true, Detail: strings.Join(parts, ", ")}
+}
+
+// shellBuiltins are first words of a `sh -c` command that name no program.
+var shellBuiltins = map[string]bool{
+	"!": true, ".": true, ":": true, "[": true, "[[": true, "{": true, "(": true,
+	"alias": true, "break": true, "case": true, "cd": true, "command": true, "continue": true,
+	"echo": true, "eval": true, "exec": true, "exit": true, "export": true, "false": true,
+	"for": true, "if": true, "local": true, "printf": true, "pwd": true, "read": true,
+	"readonly": true, "return": true, "set": true, "shift": true, "source": true, "test": true,
+	"time": true, "times": true, "trap": true, "true": true, "type": true, "ulimit": true,
+	"umask": true, "unset": true, "until": true, "wait": true, "while": true,
+}
+
+func checkVerify(root string, environ []string, cfg *config.Config) Check {
+	c := Check{Name: CheckVerify}
+	type use struct{ prog, where string }
+	var uses []use
+	for _, cmd := range cfg.Verify.Commands {
+		uses = append(uses, use{firstProgram(cmd), fmt.Sprintf("in %q", cmd)})
+	}
+	if len(cfg.Review.Command) > 0 {
+		// review.command is an argv, not a shell line.
+		uses = append(uses, use{cfg.Review.Command[0], "review.command"})
+	}
+	var found, missing []string
+	seen := map[string]bool{}
+	for _, u := range uses {
+		prog := u.prog
+		if prog == "" || shellBuiltins[prog] || seen[prog] {
+			continue
+		}
+		seen[prog] = true
+		lookup := prog
+		if strings.Contains(prog, "/") && !filepath.IsAbs(prog) && root != "" {
+			// Checks run in the repository's root.
+			lookup = filepath.Join(root, prog)
+		}
+		if _, err := lookPath(lookup, environ); err != nil {
+			missing = append(missing, fmt.Sprintf("%s (%s)", prog, u.where))
+		} else {
+			found = append(found, prog)
+		}
+	}
+	switch {
+	case len(missing) > 0:
+		c.Detail = "not found: " + strings.Join(missing, ", ") + "; install them or fix verify.commands / review.command"
+	case len(found) == 0:
+		c.OK, c.Detail = true, "no programs to check"
+	default:
+		c.OK, c.Detail = true, strings.Join(found, ", ")
+	}
+	return c
+}
+
+// firstProgram is the program a shell command line starts with, after any
+// VAR=value assignments. Quotes are honoured ("./my tool" is one word);
+// anything fancier (expansions, subshells) is not a program to look up.
+func firstProgram(cmd string) string {
+	rest := cmd
+	for {
+		word, raw, next := shellWord(rest)
+		if raw == "" {
+			return ""
+		}
+		if name, _, ok := strings.Cut(raw, "="); ok && isShellName(name) {
+			rest = next
+			continue
+		}
+		return word
+	}
+}
+
+// shellWord splits the first word off s: the word with its quotes removed,
+// the word as written, and what follows it.
+func shellWord(s string) (word, raw, rest string) {
+	s = strings.TrimLeft(s, " \t")
+	var b strings.Builder
+	var quote rune
+	for i, c := range s {
+		switch {
+		case quote != 0 && c == quote:
+			quote = 0
+		case quote != 0:
+			b.WriteRune(c)
+		case c == '\'' || c == '"':
+			quote = c
+		case c == ' ' || c == '\t':
+			return b.String(), s[:i], s[i:]
+		default:
+			b.WriteRune(c)
+		}
+	}
+	return b.String(), s, ""
+}
+
+func isShellName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for _, c := range s {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func checkStaleLocks(s *state.Store) Check {
+	c := Check{Name: CheckStaleLocks}
+	ids, err := s.List()
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	var problems []string
+	for _, id := range ids {
+		st, err := state.LoadFile(s.StatePath(id))
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		if st.RunStatus != stopreasons.RunRunning {
+			continue
+		}
+		held, _, err := s.Locked(id)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		if !held {
+			problems = append(problems, fmt.Sprintf("run %s says running but no runr process holds it (crashed); continue it with `runr resume %s`", id, id))
+		}
+	}
+	return verdictOf(c, problems, fmt.Sprintf("%d run(s), none stale", len(ids)))
+}
+
+func checkDeadClaims(s *state.Store) Check {
+	c := Check{Name: CheckDeadClaims}
+	claims, err := s.Claims()
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	var problems []string
+	for _, cl := range claims {
+		held, _, err := s.Locked(cl.RunID)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		if !held {
+			path := filepath.Join(s.Home, "active", cl.RunID+".json")
+			problems = append(problems, fmt.Sprintf("%s: run %s is not live; remove the file", path, cl.RunID))
+		}
+	}
+	return verdictOf(c, problems, fmt.Sprintf("%d claim(s), all live", len(claims)))
+}
+
+func checkLeftoverTemps(s *state.Store) Check {
+	c := Check{Name: CheckLeftoverTemps}
+	temps, err := s.LeftoverTemps()
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	if len(temps) > 0 {
+		c.Detail = fmt.Sprintf("%d file(s) from interrupted writes, safe to remove once no runr works on their run: %s",
+			len(temps), strings.Join(temps, ", "))
+		return c
+	}
+	c.OK, c.Detail = true, "none"
+	return c
+}
+
+// checkWorktrees finds store worktrees whose run is gone, or that git no
+// longer knows as worktrees of this repository.
+func checkWorktrees(ctx context.Context, s *state.Store, root string) Check {
+	c := Check{Name: CheckWorktrees}
+	dir := filepath.Join(s.Home, "worktrees")
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		c.Detail = fmt.Sprintf("list %s: %v", dir, err)
+		return c
+	}
+	if len(entries) == 0 {
+		c.OK, c.Detail = true, "none"
+		return c
+	}
+	out, err := git(ctx, root, "worktree", "list", "--porcelain")
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	registered := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		if p, ok := strings.CutPrefix(line, "worktree "); ok {
+			registered[canonical(p)] = true
+		}
+	}
+	var problems []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		_, statErr := os.Stat(s.RunDir(e.Name()))
+		known := registered[canonical(path)]
+		switch {
+		case !state.ValidRunID(e.Name()) || errors.Is(statErr, fs.ErrNotExist):
+			fix := "remove it"
+			if known {
+				fix = "remove it with `git worktree remove --force " + stopreasons.ShellQuote(path) + "`"
+			}
+			problems = append(problems, fmt.Sprintf("%s: no run %s in the store; %s", path, e.Name(), fix))
+		case !known:
+			problems = append(problems, fmt.Sprintf("%s: not a worktree git knows (`git worktree list`); remove the directory, then `git worktree prune`", path))
+		}
+	}
+	return verdictOf(c, problems, fmt.Sprintf("%d worktree(s), all belong to runs", len(entries)))
+}
+
+func verdictOf(c Check, problems []string, okDetail string) Check {
+	if len(problems) == 0 {
+		c.OK, c.Detail = true, okDetail
+		return c
+	}
+	c.Detail = strings.Join(problems, "; ")
+	return c
+}
+
+// canonical resolves symlinks (macOS's /var is /private/var) so paths from
+// git and from the store compare equal.
+func canonical(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
+}
+
+// git runs a git command in dir and returns its trimmed stdout; the error
+// carries git's own message.
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			return "", errors.New("git is not installed or not on PATH; runr needs git")
+		}
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return "", fmt.Errorf("`git %s` in %s: %s", strings.Join(args, " "), dir, msg)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// lookPath finds program as exec.LookPath does, but on the PATH of environ,
+// which is the environment the run will have.
+func lookPath(program string, environ []string) (string, error) {
+	if strings.Contains(program, "/") {
+		if err := executable(program); err != nil {
+			return "", err
+		}
+		return program, nil
+	}
+	path := ""
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, program)
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("not found on PATH")
+}
+
+func executable(path string) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return errors.New("no such file")
+		}
+		return err
+	}
+	if info.IsDir() || info.Mode()&0o111 == 0 {
+		return errors.New("not an executable file")
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
+}
