@@ -62,24 +62,26 @@ type State struct {
 	Conditions     []ConditionProg `json:"conditions"`
 	// LastProgressTick is the last tick that made progress (a changed tree,
 	// a check that went from failing to passing, an approval).
-	LastProgressTick   int            `json:"last_progress_tick"`
-	LastErrorSignature string         `json:"last_error_signature,omitempty"`
-	LastFailure        *Failure       `json:"last_failure,omitempty"`
-	TreeHash           string         `json:"tree_hash,omitempty"`
-	StartChanges       []string       `json:"start_changes,omitempty"` // paths dirty before the run (allowed with --allow-dirty, or the task/config files)
-	StartFiles         []string       `json:"start_files,omitempty"`   // paths watched by file_created that existed at start
-	Verify             []CheckResult  `json:"verify,omitempty"`        // the last verify, one per command
-	AgentProcess       *Process       `json:"agent_process,omitempty"` // the process running now, if any
-	Usage              Usage          `json:"usage"`
-	Statistics         Statistics     `json:"statistics"`
-	StopReason         *StopReason    `json:"stop_reason,omitempty"`
-	Resumable          bool           `json:"resumable"`
-	ResumeFrom         *ResumeFrom    `json:"resume_from,omitempty"`
-	AutoResume         AutoResume     `json:"auto_resume"`
-	Fingerprint        Fingerprint    `json:"fingerprint"`
-	Flags              Flags          `json:"flags"`
-	StopRequested      bool           `json:"stop_requested,omitempty"`
-	Extra              map[string]any `json:"extra,omitempty"`
+	LastProgressTick   int               `json:"last_progress_tick"`
+	LastErrorSignature string            `json:"last_error_signature,omitempty"`
+	LastFailure        *Failure          `json:"last_failure,omitempty"`
+	TreeHash           string            `json:"tree_hash,omitempty"`
+	StartChanges       []string          `json:"start_changes,omitempty"`     // paths dirty before the run (allowed with --allow-dirty, or the task/config files)
+	Baseline           map[string]string `json:"baseline,omitempty"`          // content hash of each path dirty before the run: guards judge only later changes
+	ReviewNotesHash    string            `json:"review_notes_hash,omitempty"` // the last review's notes, to see the same request twice
+	StartFiles         []string          `json:"start_files,omitempty"`       // paths watched by file_created that existed at start
+	Verify             []CheckResult     `json:"verify,omitempty"`            // the last verify, one per command
+	AgentProcess       *Process          `json:"agent_process,omitempty"`     // the process running now, if any
+	Usage              Usage             `json:"usage"`
+	Statistics         Statistics        `json:"statistics"`
+	StopReason         *StopReason       `json:"stop_reason,omitempty"`
+	Resumable          bool              `json:"resumable"`
+	ResumeFrom         *ResumeFrom       `json:"resume_from,omitempty"`
+	AutoResume         AutoResume        `json:"auto_resume"`
+	Fingerprint        Fingerprint       `json:"fingerprint"`
+	Flags              Flags             `json:"flags"`
+	StopRequested      bool              `json:"stop_requested,omitempty"`
+	Extra              map[string]any    `json:"extra,omitempty"`
 }
 
 // Task is what the run works on.

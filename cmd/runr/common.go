@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/runr-dev/runr/internal/guard"
+	"github.com/runr-dev/runr/internal/state"
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// repoRoot is the top level of the git repository around the working
+// directory; outside one it is environment_invalid.
+func repoRoot() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "cannot read the working directory")
+	}
+	top, err := guard.TopLevel(context.Background(), wd)
+	if err != nil {
+		return "", stopreasons.Errorf(stopreasons.EnvironmentInvalid, "%s is not inside a git repository: runr works on a git checkout (run 'git init' first, or cd into one)", wd)
+	}
+	return top, nil
+}
+
+// openStore opens the run store: --home, else RUNR_HOME, else the git
+// common dir's runr/ of the repository around the working directory.
+func openStore(io *IOStreams, g *globalOptions) (*state.Store, error) {
+	home := g.Home
+	if home == "" {
+		home = lookupEnv(io.Environ, "RUNR_HOME")
+	}
+	if home == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "cannot read the working directory")
+		}
+		home, err = state.DefaultHome(wd)
+		if err != nil {
+			return nil, err
+		}
+	} else if abs, err := filepath.Abs(home); err == nil {
+		home = abs
+	}
+	return state.Open(home)
+}
+
+func lookupEnv(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// loadRun resolves a run reference (an id or "latest") and loads its state.
+func loadRun(store *state.Store, ref string) (*state.State, error) {
+	id, err := store.Resolve(ref)
+	if err != nil {
+		return nil, err
+	}
+	return store.Load(id)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

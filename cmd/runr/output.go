@@ -1,0 +1,188 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/runr-dev/runr/internal/doctor"
+	"github.com/runr-dev/runr/internal/state"
+	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/supervisor"
+)
+
+// liveLine shows the run's progress on stderr: one line redrawn in place on
+// a terminal (refreshed every second), a line per tick otherwise.
+type liveLine struct {
+	io    *IOStreams
+	off   bool
+	mu    sync.Mutex
+	last  supervisor.Progress
+	at    time.Time
+	drawn bool
+	stopc chan struct{}
+	wg    sync.WaitGroup
+}
+
+func newLiveLine(io *IOStreams, quiet bool) *liveLine {
+	l := &liveLine{io: io, off: quiet, stopc: make(chan struct{})}
+	if !quiet && io.ErrTTY {
+		l.wg.Add(1)
+		go l.refresh()
+	}
+	return l
+}
+
+func (l *liveLine) refresh() {
+	defer l.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stopc:
+			return
+		case <-t.C:
+			l.mu.Lock()
+			if l.drawn && l.last.Event != "stop" {
+				p := l.last
+				if p.Elapsed > 0 {
+					p.Elapsed += time.Since(l.at)
+				}
+				l.draw(p)
+			}
+			l.mu.Unlock()
+		}
+	}
+}
+
+func (l *liveLine) update(p supervisor.Progress) {
+	if l.off {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	prev := l.last
+	l.last, l.at = p, time.Now()
+	if l.io.ErrTTY {
+		l.draw(p)
+		l.drawn = true
+		return
+	}
+	// Not a terminal: one line when a tick starts, nothing on redraws.
+	if p.Event == "tick" && p.Tick != prev.Tick || p.Event == "wait" && p.WaitingTill != prev.WaitingTill {
+		fmt.Fprintln(l.io.Err, "runr: "+l.text(p))
+	}
+}
+
+func (l *liveLine) draw(p supervisor.Progress) {
+	fmt.Fprintf(l.io.Err, "\r\x1b[K%s", l.io.ErrPainter().Dim(l.text(p)))
+}
+
+func (l *liveLine) text(p supervisor.Progress) string {
+	if p.Event == "wait" {
+		left := time.Until(p.WaitingTill).Round(time.Second)
+		return fmt.Sprintf("auto-resume in %s · %s", left, p.Message)
+	}
+	parts := []string{
+		fmt.Sprintf("tick %d", p.Tick),
+		p.Phase,
+		fmt.Sprintf("milestone %d/%d", p.Milestone, p.Milestones),
+	}
+	el := p.Elapsed.Round(time.Second).String()
+	if p.Budget > 0 {
+		el += "/" + p.Budget.String()
+	}
+	parts = append(parts, el)
+	if p.CostUSD > 0 {
+		parts = append(parts, fmt.Sprintf("$%.2f", p.CostUSD))
+	}
+	if c := p.Closest; c != nil && c.Progress > 0 {
+		parts = append(parts, fmt.Sprintf("closest: %s %.0f%%", c.Name, c.Progress*100))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// done clears the live line before the summary is printed.
+func (l *liveLine) done() {
+	l.mu.Lock()
+	select {
+	case <-l.stopc:
+	default:
+		close(l.stopc)
+	}
+	if l.drawn {
+		fmt.Fprint(l.io.Err, "\r\x1b[K")
+		l.drawn = false
+	}
+	l.mu.Unlock()
+	l.wg.Wait()
+	l.stopc = make(chan struct{})
+}
+
+// printSummary writes the end-of-run summary: reason, title, category,
+// the diagnosis, the exact next commands, the exit code.
+func printSummary(io *IOStreams, store *state.Store, st *state.State) {
+	p := io.OutPainter()
+	w := io.Out
+	r := st.StopReason
+	reg, known := stopreasons.Lookup(r.Code)
+	title := string(r.Code)
+	if known {
+		title = reg.Title
+	}
+	head := fmt.Sprintf("%s %s", r.Code, "· "+title)
+	fmt.Fprintf(w, "\nrunr: run %s stopped: %s\n", st.RunID, categoryPaint(p, stopreasons.Category(r.Category), head))
+	fmt.Fprintf(w, "  %s · %s · exit %d\n", r.Category, r.TerminalStatus, r.ExitCode)
+	rep, err := doctor.Diagnose(st, store.RunDir(st.RunID))
+	if err == nil && rep.Diagnosis != "" {
+		fmt.Fprintf(w, "  %s\n", rep.Diagnosis)
+	} else if r.Message != "" {
+		fmt.Fprintf(w, "  %s\n", r.Message)
+	}
+	if files, ok := r.Details["files"].([]string); ok && len(files) > 0 {
+		fmt.Fprintf(w, "  files: %s\n", strings.Join(files, ", "))
+	}
+	s := st.Statistics
+	fmt.Fprintf(w, "  %s approved of %d · %s · %s · elapsed %s", plural(s.Approved, "milestone"), s.TotalMilestones,
+		plural(st.Tick, "tick"), plural(st.Iteration, "iteration"), (time.Duration(st.ElapsedMS) * time.Millisecond).Round(time.Second))
+	if st.Usage.CostUSD > 0 {
+		fmt.Fprintf(w, " · $%.2f", st.Usage.CostUSD)
+	}
+	fmt.Fprintln(w)
+	if st.Branch != "" {
+		fmt.Fprintf(w, "  worktree %s (branch %s)\n", st.Worktree, st.Branch)
+	}
+	if err == nil {
+		for _, a := range rep.NextActions {
+			fmt.Fprintf(w, "  $ %s\n", a)
+		}
+	}
+	fmt.Fprintf(w, "  details: runr doctor %s\n", st.RunID)
+}
+
+// runSummary is the --json summary of a stopped run.
+func runSummary(store *state.Store, st *state.State) map[string]any {
+	out := map[string]any{
+		"run_id":      st.RunID,
+		"run_status":  st.RunStatus,
+		"stop_reason": st.StopReason,
+		"exit_code":   st.StopReason.ExitCode,
+		"statistics":  st.Statistics,
+		"tick":        st.Tick,
+		"iteration":   st.Iteration,
+		"elapsed_ms":  st.ElapsedMS,
+		"usage":       st.Usage,
+		"run_dir":     store.RunDir(st.RunID),
+		"resumable":   st.Resumable,
+	}
+	if st.Worktree != "" {
+		out["worktree"] = st.Worktree
+		out["branch"] = st.Branch
+	}
+	if rep, err := doctor.Diagnose(st, store.RunDir(st.RunID)); err == nil {
+		out["diagnosis"] = rep.Diagnosis
+		out["next_actions"] = rep.NextActions
+	}
+	return out
+}

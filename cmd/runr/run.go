@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/state"
+	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/supervisor"
+)
+
+func init() { extraCommands = append(extraCommands, newRunCmd) }
+
+// RunOptions are the parsed arguments of `runr run`.
+type RunOptions struct {
+	IO     *IOStreams
+	Global *globalOptions
+
+	Task, Prompt string
+	Overrides    []config.Override
+	AgentArgv    []string
+	Flags        state.Flags
+	JSON, Quiet  bool
+}
+
+// configFlags map `runr run` flags to config keys; their values are
+// checked by config, so `--time banana` is config_invalid like a bad
+// runr.yaml value.
+var configFlags = []struct {
+	flag, key, usage string
+	list           bool
+}{
+	{"agent", "agent.kind", "agent kind: claude, codex, gemini, opencode, aider or command", false},
+	{"verify", "verify.commands", "verification command, run with sh -c (repeatable)", true},
+	{"time", "budget.time", "time budget, e.g. 30m or 1h30m (a bare number means minutes)", false},
+	{"max-ticks", "budget.max_ticks", "at most this many phase steps", false},
+	{"max-iterations", "budget.max_iterations", "at most this many agent calls", false},
+	{"max-cost", "budget.max_cost_usd", "cost budget in USD", false},
+	{"allow", "scope.allow", "glob of files the agent may change (repeatable)", true},
+	{"deny", "scope.deny", "glob of files the agent must not change (repeatable)", true},
+}
+
+func newRunCmd(io *IOStreams, g *globalOptions) *cobra.Command {
+	opts := &RunOptions{IO: io, Global: g}
+	values := map[string]*string{}
+	lists := map[string]*[]string{}
+	cmd := &cobra.Command{
+		Use:   "run [flags] [-- AGENT ARGV...]",
+		Short: "Run an agent on the task until it completes or a stop rule fires",
+		Long: `Run an agent in a loop on the task's milestones: implement, verify, review,
+checkpoint. The settings come from runr.yaml, RUNR_* variables and these
+flags, in rising precedence. An argv after -- runs that program as the agent
+(agent.kind command), with the prompt on stdin or substituted for {prompt}
+or {prompt_file}.
+
+The exit code says why the run stopped: see 'runr reasons'.`,
+		Example: `  runr run --time 30m
+  runr run --task TASK.md --verify 'go test ./...' -- ./my-agent.sh
+  runr run --agent claude --task TASK.md --verify 'go test ./...' --max-cost 5`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+				if dash > 0 {
+					return stopreasons.Errorf(stopreasons.UsageError, "unexpected argument %q before --: the agent's argv goes after --", args[0])
+				}
+				opts.AgentArgv = args
+			} else if len(args) > 0 {
+				return stopreasons.Errorf(stopreasons.UsageError, "unexpected argument %q: put the agent's argv after --", args[0])
+			}
+			for _, f := range configFlags {
+				fl := cmd.Flags().Lookup(f.flag)
+				if !fl.Changed {
+					continue
+				}
+				var v any
+				if f.list {
+					v = *lists[f.flag]
+				} else {
+					v = *values[f.flag]
+				}
+				opts.Overrides = append(opts.Overrides, config.Override{Key: f.key, Value: v, Source: "--" + f.flag})
+			}
+			if len(opts.AgentArgv) > 0 {
+				opts.Overrides = append(opts.Overrides,
+					config.Override{Key: "agent.kind", Value: "command", Source: "-- ARGV"},
+					config.Override{Key: "agent.command", Value: opts.AgentArgv, Source: "-- ARGV"})
+			}
+			return runRun(opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Task, "task", "", "task file (its unchecked '- [ ]' items are the milestones)")
+	f.StringVar(&opts.Prompt, "prompt", "", "task text, instead of a task file")
+	for _, cf := range configFlags {
+		if cf.list {
+			lists[cf.flag] = f.StringArray(cf.flag, nil, cf.usage)
+		} else {
+			values[cf.flag] = f.String(cf.flag, "", cf.usage)
+		}
+	}
+	f.BoolVar(&opts.Flags.AllowDeps, "allow-deps", false, "allow the agent to change lockfiles")
+	f.BoolVar(&opts.Flags.AllowDirty, "allow-dirty", false, "start even with uncommitted changes")
+	f.BoolVar(&opts.Flags.ForceParallel, "force-parallel", false, "start even when a live run claims an overlapping scope")
+	f.BoolVar(&opts.Flags.Worktree, "worktree", false, "work in a new git worktree on branch runr/<id>")
+	f.BoolVar(&opts.JSON, "json", false, "print one JSON summary object on stdout at the end")
+	f.BoolVar(&opts.Quiet, "quiet", false, "no progress output, only the summary")
+	return cmd
+}
+
+func runRun(opts *RunOptions) error {
+	io := opts.IO
+	repo, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	if opts.Task != "" {
+		opts.Overrides = append(opts.Overrides, config.Override{Key: "task", Value: opts.Task, Source: "--task"})
+	}
+	cfg, err := config.Load(config.LoadOptions{RepoRoot: repo, ConfigFile: opts.Global.Config, Environ: io.Environ, Overrides: opts.Overrides})
+	if err != nil {
+		return err
+	}
+	taskFile, prompt, err := readTask(repo, opts, cfg)
+	if err != nil {
+		return err
+	}
+	store, err := openStore(io, opts.Global)
+	if err != nil {
+		return err
+	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	live := newLiveLine(io, opts.Quiet || opts.JSON)
+	sup := supervisor.New(supervisor.Options{
+		Config:   cfg,
+		Store:    store,
+		Repo:     repo,
+		Environ:  io.Environ,
+		Version:  runrVersion(),
+		Flags:    opts.Flags,
+		TaskFile: taskFile,
+		Prompt:   prompt,
+		Signals:  sigs,
+		Progress: live.update,
+	})
+	st, err := sup.Start(context.Background())
+	live.done()
+	if st == nil {
+		return err
+	}
+	return finishRun(io, store, st, err, opts.JSON)
+}
+
+// readTask finds the task: --prompt text, else the task file (--task, or
+// task: in the config). It returns the file relative to the repository.
+func readTask(repo string, opts *RunOptions, cfg *config.Config) (string, string, error) {
+	if opts.Prompt != "" && opts.Task != "" {
+		return "", "", stopreasons.Errorf(stopreasons.UsageError, "--task and --prompt cannot be used together: give the task as a file or as text")
+	}
+	if opts.Prompt != "" {
+		return "", opts.Prompt, nil
+	}
+	if cfg.Task == "" {
+		return "", "", stopreasons.Errorf(stopreasons.UsageError, "no task: give --task FILE or --prompt TEXT, or set task: in runr.yaml")
+	}
+	path := cfg.Task
+	if opts.Task == "" && !filepath.IsAbs(path) {
+		path = filepath.Join(repo, path) // task: in runr.yaml is relative to the repository
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", "", stopreasons.Wrap(stopreasons.UsageError, err, "task file %s", cfg.Task)
+	}
+	b, err := os.ReadFile(abs)
+	if err != nil {
+		return "", "", stopreasons.Errorf(stopreasons.UsageError, "task file %s cannot be read: %v (give an existing file with --task)", cfg.Task, unwrapPath(err))
+	}
+	if strings.TrimSpace(string(b)) == "" {
+		return "", "", stopreasons.Errorf(stopreasons.UsageError, "task file %s is empty: write the task into it", cfg.Task)
+	}
+	rel, err := filepath.Rel(repo, abs)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		rel = ""
+	}
+	return rel, string(b), nil
+}
+
+func unwrapPath(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+// finishRun prints the summary of a stopped run and turns its reason into
+// the exit code.
+func finishRun(io *IOStreams, store *state.Store, st *state.State, runErr error, asJSON bool) error {
+	if st == nil || st.StopReason == nil {
+		if runErr == nil {
+			runErr = stopreasons.Errorf(stopreasons.InternalError, "the run ended without a stop reason")
+		}
+		return runErr
+	}
+	if runErr != nil {
+		fmt.Fprintf(io.Err, "runr: warning: %v\n", runErr)
+	}
+	if asJSON {
+		if err := writeJSON(io.Out, runSummary(store, st)); err != nil {
+			return err
+		}
+	} else {
+		printSummary(io, store, st)
+	}
+	if st.StopReason.Code == stopreasons.Complete {
+		return nil
+	}
+	return &stopError{code: st.StopReason.Code}
+}

@@ -1,0 +1,236 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/runr-dev/runr/internal/doctor"
+	"github.com/runr-dev/runr/internal/state"
+	"github.com/runr-dev/runr/internal/stopconditions"
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// stop is a decision to end the run, taken inside a tick or by the evaluator.
+type stop struct {
+	code      stopreasons.Code
+	condition string
+	value     any
+	threshold any
+	message   string
+	details   map[string]any
+	// resumePhase is where a resume continues; "" means the run's phase.
+	resumePhase string
+}
+
+func internalStop(err error) *stop {
+	code := stopreasons.CodeOf(err)
+	return &stop{code: code, message: err.Error()}
+}
+
+func (s *Supervisor) loop(ctx context.Context) (*state.State, error) {
+	st := s.st
+	s.started = s.o.Now()
+	s.baseMS = st.ElapsedMS
+	if st.Budget.TimeMS > 0 {
+		s.deadline = s.started.Add(time.Duration(st.Budget.TimeMS-st.ElapsedMS) * time.Millisecond)
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	unwatch := s.watchSignals(cancel)
+	defer unwatch()
+
+	st.RunStatus = stopreasons.RunRunning
+	if err := s.save(); err != nil {
+		return s.finish(internalStop(err))
+	}
+	for {
+		if sig := s.signalled(); sig != nil {
+			return s.finish(s.signalStop(sig))
+		}
+		if !s.deadline.IsZero() && !s.o.Now().Before(s.deadline) {
+			// The budget ran out between ticks (or a resume started with
+			// none left): the evaluator names it.
+			if v := s.evaluate(); v.Stop != nil {
+				return s.finish(s.verdictStop(v.Stop))
+			}
+		}
+		st.Tick++
+		phase := st.Phase
+		s.report("tick", "")
+		stopNow := s.tick(runCtx, phase)
+		if stopNow != nil {
+			if stopNow.resumePhase == "" {
+				stopNow.resumePhase = phase
+			}
+			return s.finish(stopNow)
+		}
+		// After every tick: counters (updated by the phase), evaluate,
+		// persist, timeline.
+		v := s.evaluate()
+		if v.Stop != nil {
+			return s.finish(s.verdictStop(v.Stop))
+		}
+		if err := s.save(); err != nil {
+			return s.finish(internalStop(err))
+		}
+		s.event("tick", map[string]any{"phase": phase, "next": st.Phase, "milestone": st.MilestoneIndex + 1, "iteration": st.Iteration})
+		s.report("tick", "")
+	}
+}
+
+func (s *Supervisor) tick(ctx context.Context, phase string) *stop {
+	switch phase {
+	case state.PhaseImplement:
+		return s.implement(ctx)
+	case state.PhaseVerify:
+		return s.verify(ctx)
+	case state.PhaseReview:
+		return s.review(ctx)
+	case state.PhaseCheckpoint:
+		return s.checkpoint(ctx)
+	case state.PhaseFinalize:
+		// Reached only when the evaluator did not stop a finished run,
+		// which cannot happen with every milestone approved; a resume of
+		// such a run lands here and completes it.
+		return &stop{code: stopreasons.Complete, condition: stopconditions.RuleMilestones, message: "all milestones approved", resumePhase: state.PhaseFinalize}
+	}
+	return &stop{code: stopreasons.StateCorrupt, message: fmt.Sprintf("state.json: unknown phase %q", phase)}
+}
+
+// evaluate runs the stop conditions on a snapshot of the run and records
+// how close each rule is.
+func (s *Supervisor) evaluate() stopconditions.Verdict {
+	snap := s.snapshot()
+	v := stopconditions.Evaluate(snap, s.cfg.Stop, s.limits())
+	s.st.Conditions = s.st.Conditions[:0]
+	for _, p := range v.Progress {
+		s.st.Conditions = append(s.st.Conditions, state.ConditionProg{Name: p.Name, Progress: p.Progress, Message: p.Message})
+	}
+	s.lastError = nil
+	return v
+}
+
+// limits are the budget rules, from the run's granted budget.
+func (s *Supervisor) limits() stopconditions.Limits {
+	b := s.st.Budget
+	return stopconditions.Limits{
+		Time:          time.Duration(b.TimeMS) * time.Millisecond,
+		MaxTicks:      b.MaxTicks,
+		MaxIterations: b.MaxIterations,
+		MaxCostUSD:    b.MaxCostUSD,
+		MaxTokens:     b.MaxTokens,
+	}
+}
+
+func (s *Supervisor) verdictStop(v *stopconditions.Stop) *stop {
+	return &stop{code: v.Code, condition: v.Condition, value: v.Value, threshold: v.Threshold, message: v.Message}
+}
+
+func (s *Supervisor) signalStop(sig *signalStop) *stop {
+	return &stop{code: sig.code, condition: "signal", message: sig.name}
+}
+
+// finish records the stop, persists everything, and writes report.md and
+// stop.json.
+func (s *Supervisor) finish(sp *stop) (*state.State, error) {
+	st := s.st
+	now := s.o.Now().UTC()
+	st.Statistics = statistics(st)
+	reason := state.NewStopReason(sp.code, st.Statistics.Approved, sp.message)
+	reason.Condition = sp.condition
+	reason.Value = sp.value
+	reason.Threshold = sp.threshold
+	details := map[string]any{}
+	if idx := st.MilestoneIndex; idx >= 0 && idx < len(st.Milestones) {
+		details["milestone"] = idx + 1
+		details["milestone_goal"] = st.Milestones[idx].Goal
+	}
+	if f := st.LastFailure; f != nil {
+		details["command"] = f.Command
+		if f.Signature != "" {
+			details["signature"] = f.Signature
+		}
+	}
+	for k, v := range sp.details {
+		details[k] = v
+	}
+	reason.Details = details
+	st.StopReason = reason
+	st.RunStatus = stopreasons.RunStatus(sp.code)
+	st.StoppedAt = &now
+	st.AgentProcess = nil
+	st.Resumable = sp.code != stopreasons.Complete
+	phase := sp.resumePhase
+	if phase == "" {
+		phase = st.Phase
+	}
+	if st.Resumable {
+		m := st.MilestoneIndex + 1
+		if m > len(st.Milestones) {
+			m = len(st.Milestones)
+		}
+		st.ResumeFrom = &state.ResumeFrom{Milestone: m, Phase: phase}
+		st.Phase = phase
+	} else {
+		st.ResumeFrom = nil
+		st.Phase = state.PhaseStopped
+	}
+	err := s.save()
+	s.event("stop", map[string]any{"code": string(sp.code), "condition": sp.condition, "message": sp.message, "exit_code": reason.ExitCode})
+	if s.log != nil {
+		s.log.Info("run stopped", zap.String("code", string(sp.code)), zap.String("message", sp.message))
+	}
+	if werr := doctor.WriteStopFiles(s.store.RunDir(st.RunID), st); werr != nil && err == nil {
+		err = werr
+	}
+	s.store.ClearStopRequest(st.RunID)
+	s.report("stop", sp.message)
+	return st, err
+}
+
+func (s *Supervisor) report(event, msg string) {
+	st := s.st
+	p := Progress{
+		RunID:      st.RunID,
+		Tick:       st.Tick,
+		Phase:      st.Phase,
+		Milestone:  min(st.MilestoneIndex+1, len(st.Milestones)),
+		Milestones: len(st.Milestones),
+		Budget:     time.Duration(st.Budget.TimeMS) * time.Millisecond,
+		CostUSD:    st.Usage.CostUSD,
+		Event:      event,
+		Message:    msg,
+	}
+	if !s.started.IsZero() {
+		p.Elapsed = s.elapsed()
+	}
+	var best *state.ConditionProg
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		if best == nil || c.Progress > best.Progress {
+			best = c
+		}
+	}
+	if best != nil {
+		cp := *best
+		p.Closest = &cp
+	}
+	s.o.Progress(p)
+}
+
+// newLogger writes runr's own debug log as JSON lines into the run dir.
+func newLogger(path string) *zap.Logger {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return zap.NewNop()
+	}
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(f), zapcore.DebugLevel)
+	return zap.New(core)
+}

@@ -1,0 +1,616 @@
+package supervisor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/runr-dev/runr/internal/agents"
+	"github.com/runr-dev/runr/internal/guard"
+	"github.com/runr-dev/runr/internal/state"
+	"github.com/runr-dev/runr/internal/stopconditions"
+	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/worker"
+)
+
+// Backward edges of the phase graph.
+const (
+	edgeVerify = "verify->implement"
+	edgeReview = "review->implement"
+)
+
+const feedbackLines = 40
+
+func (s *Supervisor) milestone() *state.Milestone {
+	return &s.st.Milestones[s.st.MilestoneIndex]
+}
+
+// request is the adapter request of the current iteration.
+func (s *Supervisor) request(prompt string) agents.Request {
+	a := s.cfg.Agent
+	req := agents.Request{
+		Prompt:         prompt,
+		Dir:            s.dir,
+		Model:          a.Model,
+		PermissionMode: a.PermissionMode,
+		Args:           a.Args,
+		Command:        a.Command,
+		Promise:        a.CompletionPromise,
+	}
+	if a.ContinueSession {
+		req.SessionID = s.sessionID
+	}
+	if b := s.st; b != nil && b.Budget.MaxCostUSD > 0 {
+		req.MaxBudgetUSD = b.Budget.MaxCostUSD - b.Usage.CostUSD
+	}
+	return req
+}
+
+// childEnv is the environment of every process of the run: runr's own, with
+// the run's RUNR_* variables set anew.
+func (s *Supervisor) childEnv(phase string) []string {
+	st := s.st
+	set := map[string]string{
+		"RUNR_RUN_ID":    st.RunID,
+		"RUNR_RUN_DIR":   s.store.RunDir(st.RunID),
+		"RUNR_TICK":      strconv.Itoa(st.Tick),
+		"RUNR_ITERATION": strconv.Itoa(st.Iteration),
+		"RUNR_PHASE":     phase,
+	}
+	if st.MilestoneIndex < len(st.Milestones) {
+		set["RUNR_MILESTONE"] = strconv.Itoa(st.MilestoneIndex + 1)
+		set["RUNR_MILESTONE_GOAL"] = st.Milestones[st.MilestoneIndex].Goal
+	}
+	env := make([]string, 0, len(s.o.Environ)+len(set))
+	for _, kv := range s.o.Environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ours := set[k]; !ours {
+			env = append(env, kv)
+		}
+	}
+	for k, v := range set {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+// runProcess runs one process of the run, recording it in state.json while
+// it runs, with the time budget as its deadline.
+func (s *Supervisor) runProcess(ctx context.Context, phase string, spec worker.Spec) (worker.Result, error) {
+	if !s.deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, s.deadline)
+		defer cancel()
+	}
+	spec.KillNow = s.killNow
+	if spec.KillGrace == 0 {
+		spec.KillGrace = s.cfg.Agent.KillGrace
+	}
+	spec.OnStart = func(p worker.Proc) {
+		s.st.AgentProcess = &state.Process{PID: p.PID, PGID: p.PGID, StartTime: p.StartTime, StartedAt: p.StartedAt.UTC(), Phase: phase, Argv0: spec.Argv[0]}
+		if err := s.save(); err != nil {
+			s.log.Warn("state save at process start failed", zap.Error(err))
+		}
+		s.event("process_started", map[string]any{"pid": p.PID, "pgid": p.PGID, "argv0": spec.Argv[0]})
+	}
+	res, err := worker.Run(ctx, spec)
+	s.st.AgentProcess = nil
+	if err == nil {
+		s.event("process_ended", map[string]any{"exit_code": res.ExitCode, "duration_ms": res.Duration.Milliseconds(), "bytes": res.Bytes,
+			"timed_out": res.TimedOut, "idle": res.Idle, "canceled": res.Canceled})
+	}
+	return res, err
+}
+
+// interrupted names the stop when a process was cut short by a signal or
+// by the time budget.
+func (s *Supervisor) interrupted(res worker.Result) *stop {
+	if sig := s.signalled(); sig != nil {
+		return s.signalStop(sig)
+	}
+	if res.Canceled && !s.deadline.IsZero() && !s.o.Now().Before(s.deadline) {
+		return &stop{code: stopreasons.Timeout, condition: "budget.time",
+			value: s.elapsed().Round(time.Second).String(), threshold: (time.Duration(s.st.Budget.TimeMS) * time.Millisecond).String(),
+			message: fmt.Sprintf("the time budget of %s ran out", time.Duration(s.st.Budget.TimeMS)*time.Millisecond)}
+	}
+	return nil
+}
+
+func (s *Supervisor) relLog(path string) string {
+	if rel, err := filepath.Rel(s.store.RunDir(s.st.RunID), path); err == nil {
+		return rel
+	}
+	return path
+}
+
+// implement runs the agent once for the current milestone.
+func (s *Supervisor) implement(ctx context.Context) *stop {
+	st := s.st
+	m := s.milestone()
+	if m.Status == "" || m.Status == state.MilestonePending {
+		m.Status = state.MilestoneInProgress
+	}
+	st.Iteration++
+	prompt := BuildPrompt(st, s.cfg.Agent.CompletionPromise)
+	promptFile := filepath.Join(s.store.RunDir(st.RunID), "prompts", fmt.Sprintf("tick-%04d.md", st.Tick))
+	if err := os.MkdirAll(filepath.Dir(promptFile), 0o755); err != nil {
+		return internalStop(err)
+	}
+	if err := os.WriteFile(promptFile, []byte(prompt), 0o644); err != nil {
+		return internalStop(err)
+	}
+	req := s.request(prompt)
+	req.PromptFile = promptFile
+	inv, err := s.adapter.Invocation(req)
+	if err != nil {
+		return internalStop(err)
+	}
+	parser := s.adapter.NewParser(req)
+	logPath := s.store.LogPath(st.RunID, st.Tick, state.PhaseImplement)
+	spec := worker.Spec{
+		Argv:         inv.Argv,
+		Dir:          s.dir,
+		Env:          append(s.childEnv(state.PhaseImplement), inv.Env...),
+		LogPath:      logPath,
+		Timeout:      s.cfg.Agent.Timeout,
+		IdleTimeout:  s.cfg.Agent.IdleTimeout,
+		OnStdoutLine: func(line []byte) bool { return !parser.Line(line) },
+	}
+	if inv.UseStdin {
+		spec.Stdin = strings.NewReader(inv.Stdin)
+	}
+	spec.Argv = append([]string{s.program}, spec.Argv[1:]...)
+	attempt := state.Attempt{Tick: st.Tick, Iteration: st.Iteration, Log: s.relLog(logPath)}
+	m.Attempts = append(m.Attempts, attempt)
+	res, err := s.runProcess(ctx, state.PhaseImplement, spec)
+	if err != nil {
+		s.closeAttempt(state.OutcomeStopped, "", "")
+		if errors.Is(err, worker.ErrNotFound) {
+			return &stop{code: stopreasons.WorkerNotFound, condition: "agent.command", message: err.Error(), details: map[string]any{"command": s.program}}
+		}
+		return internalStop(err)
+	}
+	ar := parser.Finish(res.ExitCode, res.Tail)
+	s.account(ar, res)
+	s.lastOutput = worker.Tail(res.Tail, feedbackLines)
+	if ar.FinalText != "" {
+		s.lastOutput = ar.FinalText
+	}
+	if sp := s.interrupted(res); sp != nil {
+		s.closeAttempt(state.OutcomeStopped, "", "")
+		return sp
+	}
+	if res.TimedOut {
+		s.closeAttempt(state.OutcomeStopped, "", "")
+		return &stop{code: stopreasons.WorkerTimeout, condition: "agent.timeout", value: res.Duration.Round(time.Second).String(),
+			threshold: s.cfg.Agent.Timeout.String(), message: fmt.Sprintf("the agent call ran past agent.timeout (%s)", s.cfg.Agent.Timeout)}
+	}
+	if res.Idle {
+		s.closeAttempt(state.OutcomeStopped, "", "")
+		return &stop{code: stopreasons.Stalled, condition: "agent.idle_timeout", threshold: s.cfg.Agent.IdleTimeout.String(),
+			message: fmt.Sprintf("the agent printed nothing for %s", s.cfg.Agent.IdleTimeout)}
+	}
+	if sp := s.afterImplement(ctx); sp != nil {
+		s.closeAttempt(state.OutcomeStopped, "", "")
+		return sp
+	}
+	return s.judgeAgent(ar, res)
+}
+
+// account adds the call's cost and tokens to the run's usage.
+func (s *Supervisor) account(ar agents.Result, res worker.Result) {
+	st := s.st
+	u := &st.Usage
+	u.InputTokens += ar.InputTokens
+	u.OutputTokens += ar.OutputTokens
+	cost := ar.CostUSD
+	if !ar.CostKnown {
+		p := s.cfg.Agent.Price
+		if p.InputPerMTok > 0 || p.OutputPerMTok > 0 {
+			cost = float64(ar.InputTokens)/1e6*p.InputPerMTok + float64(ar.OutputTokens)/1e6*p.OutputPerMTok
+			u.CostEstimated = true
+		}
+	}
+	u.CostUSD += cost
+	if ar.SessionID != "" {
+		u.AgentSessionID = ar.SessionID
+		s.sessionID = ar.SessionID
+	}
+	if a := s.currentAttempt(); a != nil {
+		a.CostUSD = cost
+		a.ExitCode = res.ExitCode
+		a.DurationMS = res.Duration.Milliseconds()
+	}
+}
+
+// afterImplement updates the tree hash and the no-op streak, and runs the
+// scope and lockfile guards.
+func (s *Supervisor) afterImplement(ctx context.Context) *stop {
+	st := s.st
+	hash, err := guard.TreeHash(ctx, s.dir)
+	if err != nil {
+		return internalStop(err)
+	}
+	if hash != st.TreeHash {
+		st.Counters.Noop = 0
+		s.iterChange = true
+	} else {
+		st.Counters.Noop++
+	}
+	st.TreeHash = hash
+	changed, err := guard.ChangedSince(ctx, s.dir, guard.Baseline(st.Baseline))
+	if err != nil {
+		return internalStop(err)
+	}
+	violations, err := guard.CheckScope(changed, s.cfg.Scope.Allow, s.cfg.Scope.Deny)
+	if err != nil {
+		return &stop{code: stopreasons.ConfigInvalid, message: err.Error()}
+	}
+	if len(violations) > 0 {
+		var files, rules []string
+		for _, v := range violations {
+			files = append(files, v.Path)
+			r := v.Rule
+			if v.Pattern != "" {
+				r += " " + v.Pattern
+			}
+			rules = append(rules, r)
+		}
+		s.event("guard", map[string]any{"rule": "scope", "files": files})
+		return &stop{code: stopreasons.GuardViolation, condition: violations[0].Rule,
+			message: fmt.Sprintf("%d changed file(s) outside the scope: %s", len(files), strings.Join(files, ", ")),
+			details: map[string]any{"files": files, "rules": rules}}
+	}
+	if !st.Flags.AllowDeps {
+		if locks := guard.CheckLockfiles(changed, s.cfg.Scope.Lockfiles); len(locks) > 0 {
+			s.event("guard", map[string]any{"rule": "lockfiles", "files": locks})
+			return &stop{code: stopreasons.LockfileViolation, condition: "scope.lockfiles",
+				message: fmt.Sprintf("lockfile(s) changed without --allow-deps: %s", strings.Join(locks, ", ")),
+				details: map[string]any{"files": locks}}
+		}
+	}
+	return nil
+}
+
+// judgeAgent turns the adapter's result into the attempt's outcome or a stop.
+func (s *Supervisor) judgeAgent(ar agents.Result, res worker.Result) *stop {
+	st := s.st
+	switch ar.Class {
+	case agents.ClassRateLimit:
+		details := map[string]any{}
+		msg := "the agent hit a rate or usage limit"
+		if !ar.ResetAt.IsZero() {
+			details["reset_at"] = ar.ResetAt.UTC().Format(time.RFC3339)
+			msg += "; it resets at " + ar.ResetAt.UTC().Format(time.RFC3339)
+		}
+		s.closeAttempt(state.OutcomeStopped, "", ar.ErrorText)
+		return &stop{code: stopreasons.WorkerRateLimited, condition: "agent", message: msg, details: details}
+	case agents.ClassAuth:
+		s.closeAttempt(state.OutcomeStopped, "", ar.ErrorText)
+		return &stop{code: stopreasons.WorkerAuthFailed, condition: "agent", message: firstLine(ar.ErrorText, "authentication failed")}
+	case agents.ClassBudget:
+		s.closeAttempt(state.OutcomeStopped, "", ar.ErrorText)
+		return &stop{code: stopreasons.BudgetExceeded, condition: "max_cost_usd", value: round2(st.Usage.CostUSD), threshold: st.Budget.MaxCostUSD,
+			message: fmt.Sprintf("the agent stopped on the cost cap: $%.2f of $%.2f", st.Usage.CostUSD, st.Budget.MaxCostUSD)}
+	}
+	if ar.Signal == agents.SignalBlocked {
+		s.closeAttempt(state.OutcomeStopped, "", ar.SignalText)
+		return &stop{code: stopreasons.WorkerBlocked, condition: "RUNR_STATUS", message: firstLine(ar.SignalText, "the agent is blocked")}
+	}
+	if ar.IsError || ar.Signal == agents.SignalFailed || res.ExitCode != 0 {
+		text := ar.ErrorText
+		if text == "" {
+			text = worker.Tail(res.Tail, feedbackLines)
+		}
+		cmd := s.program
+		sig := stopconditions.Signature(cmd, text)
+		st.LastFailure = &state.Failure{Tick: st.Tick, Phase: state.PhaseImplement, Command: cmd, ExitCode: res.ExitCode,
+			Tail: worker.Tail([]byte(text), feedbackLines), Signature: sig, Log: s.currentAttempt().Log}
+		s.lastError = &stopconditions.ErrorEvent{Source: stopconditions.SourceAgent, Text: text}
+		s.closeAttempt(state.OutcomeFailed, sig, firstLine(text, fmt.Sprintf("agent exited %d", res.ExitCode)))
+		s.afterFailure()
+		return nil
+	}
+	switch {
+	case len(s.cfg.Verify.Commands) > 0:
+		st.Phase = state.PhaseVerify
+	case ar.Signal == agents.SignalDone:
+		s.passed()
+	default:
+		// The agent succeeded but did not say it is done: another iteration.
+		s.closeAttempt(state.OutcomeIncomplete, "", "")
+	}
+	return nil
+}
+
+// passed moves an attempt whose checks passed on to review or checkpoint.
+func (s *Supervisor) passed() {
+	if len(s.cfg.Review.Command) > 0 {
+		s.st.Phase = state.PhaseReview
+		return
+	}
+	s.closeAttempt(state.OutcomeApproved, "", "")
+	s.st.Phase = state.PhaseCheckpoint
+}
+
+// verify runs the verification commands in order; the first failure fails
+// the attempt.
+func (s *Supervisor) verify(ctx context.Context) *stop {
+	st := s.st
+	logPath := s.store.LogPath(st.RunID, st.Tick, state.PhaseVerify)
+	prev := map[string]bool{}
+	for _, c := range st.Verify {
+		prev[c.Command] = c.Passed
+	}
+	var results []state.CheckResult
+	for _, cmd := range s.cfg.Verify.Commands {
+		appendLog(logPath, fmt.Sprintf("$ %s\n", cmd))
+		res, err := s.runProcess(ctx, state.PhaseVerify, worker.Spec{
+			Argv:    []string{"sh", "-c", cmd},
+			Dir:     s.dir,
+			Env:     s.childEnv(state.PhaseVerify),
+			LogPath: logPath,
+			Timeout: s.cfg.Verify.Timeout,
+		})
+		if err != nil {
+			return internalStop(err)
+		}
+		if sp := s.interrupted(res); sp != nil {
+			return sp
+		}
+		if res.TimedOut {
+			st.LastFailure = &state.Failure{Tick: st.Tick, Phase: state.PhaseVerify, Command: cmd, ExitCode: res.ExitCode,
+				Tail: worker.Tail(res.Tail, feedbackLines), Log: s.relLog(logPath)}
+			return &stop{code: stopreasons.VerificationTimeout, condition: "verify.timeout", threshold: s.cfg.Verify.Timeout.String(),
+				message: fmt.Sprintf("%q ran past verify.timeout (%s)", cmd, s.cfg.Verify.Timeout), details: map[string]any{"command": cmd}}
+		}
+		passed := res.ExitCode == 0
+		if passed && prev[cmd] == false && hasCheck(st.Verify, cmd) {
+			s.iterChange = true // a check went from failing to passing
+		}
+		results = append(results, state.CheckResult{Command: cmd, Passed: passed, ExitCode: res.ExitCode})
+		if !passed {
+			tail := worker.Tail(res.Tail, feedbackLines)
+			sig := stopconditions.Signature(cmd, tail)
+			st.Verify = results
+			st.Counters.TestFailStreak++
+			st.LastFailure = &state.Failure{Tick: st.Tick, Phase: state.PhaseVerify, Command: cmd, ExitCode: res.ExitCode,
+				Tail: tail, Signature: sig, Log: s.relLog(logPath)}
+			s.lastError = &stopconditions.ErrorEvent{Source: stopconditions.SourceVerify, Text: tail}
+			s.closeAttempt(state.OutcomeFailed, sig, fmt.Sprintf("%s exited %d", cmd, res.ExitCode))
+			s.backEdge(edgeVerify)
+			s.afterFailure()
+			return nil
+		}
+	}
+	st.Verify = results
+	st.Counters.TestFailStreak = 0
+	s.passed()
+	return nil
+}
+
+func hasCheck(checks []state.CheckResult, cmd string) bool {
+	for _, c := range checks {
+		if c.Command == cmd {
+			return true
+		}
+	}
+	return false
+}
+
+// review runs the review command: exit 0 approves, 1 requests changes, 2
+// rejects.
+func (s *Supervisor) review(ctx context.Context) *stop {
+	st := s.st
+	m := s.milestone()
+	logPath := s.store.LogPath(st.RunID, st.Tick, state.PhaseReview)
+	argv := s.cfg.Review.Command
+	res, err := s.runProcess(ctx, state.PhaseReview, worker.Spec{Argv: argv, Dir: s.dir, Env: s.childEnv(state.PhaseReview), LogPath: logPath, Timeout: s.cfg.Verify.Timeout})
+	if err != nil {
+		if errors.Is(err, worker.ErrNotFound) {
+			return &stop{code: stopreasons.EnvironmentInvalid, condition: "review.command", message: err.Error()}
+		}
+		return internalStop(err)
+	}
+	if sp := s.interrupted(res); sp != nil {
+		return sp
+	}
+	notes := worker.Tail(res.Tail, feedbackLines)
+	cmd := strings.Join(argv, " ")
+	switch {
+	case res.ExitCode == 0 && !res.TimedOut:
+		s.closeAttempt(state.OutcomeApproved, "", "")
+		st.Phase = state.PhaseCheckpoint
+		st.ReviewNotesHash = ""
+		return nil
+	case res.ExitCode == 2:
+		st.LastFailure = &state.Failure{Tick: st.Tick, Phase: state.PhaseReview, Command: cmd, ExitCode: 2, Tail: notes, Notes: notes, Log: s.relLog(logPath)}
+		s.closeAttempt(state.OutcomeRejected, "", "the review rejected the work")
+		if s.cfg.Stop.OnMilestoneFailure == stopconditions.OnFailureSkip {
+			m.Status = state.MilestoneRejected
+			st.Counters.ConsecutiveFails++
+			s.nextMilestone()
+			return nil
+		}
+		return &stop{code: stopreasons.ReviewRejected, condition: "review.command", message: "the review rejected milestone " + strconv.Itoa(st.MilestoneIndex+1),
+			details: map[string]any{"command": cmd}}
+	default:
+		// 1 asks for changes; any other exit is a review that did not approve.
+		h := sha256.Sum256([]byte(strings.TrimSpace(notes)))
+		hash := hex.EncodeToString(h[:8])
+		s.reviewRepeated = st.ReviewNotesHash == hash
+		st.ReviewNotesHash = hash
+		m.ReviewRounds++
+		st.LastFailure = &state.Failure{Tick: st.Tick, Phase: state.PhaseReview, Command: cmd, ExitCode: res.ExitCode, Tail: notes, Notes: notes, Log: s.relLog(logPath)}
+		s.closeAttempt(state.OutcomeRejected, "", "the review requested changes")
+		s.backEdge(edgeReview)
+		s.afterFailure()
+		return nil
+	}
+}
+
+// checkpoint records an approved milestone, commits it when asked, and
+// moves on.
+func (s *Supervisor) checkpoint(ctx context.Context) *stop {
+	st := s.st
+	m := s.milestone()
+	m.Status = state.MilestoneApproved
+	m.TreeHash = st.TreeHash
+	st.Counters.ConsecutiveFails = 0
+	if s.cfg.Checkpoint.Commit || st.Flags.Worktree {
+		msg := fmt.Sprintf("runr %s: milestone %d/%d: %s", st.RunID, st.MilestoneIndex+1, len(st.Milestones), m.Goal)
+		sha, err := guard.CommitAll(ctx, s.dir, msg, s.ownFiles())
+		if err != nil {
+			return internalStop(err)
+		}
+		m.Commit = sha
+		if sha != "" {
+			// Committed changes no longer show in git status: the guards'
+			// baseline stays as it was, which is right, since only later
+			// changes are judged.
+			s.event("checkpoint_commit", map[string]any{"sha": sha, "milestone": st.MilestoneIndex + 1})
+		}
+	}
+	s.event("milestone_approved", map[string]any{"milestone": st.MilestoneIndex + 1, "goal": m.Goal})
+	s.nextMilestone()
+	return nil
+}
+
+// ownFiles are the user's files a checkpoint commit leaves alone.
+func (s *Supervisor) ownFiles() []string {
+	var out []string
+	if s.o.TaskFile != "" {
+		out = append(out, s.o.TaskFile)
+	}
+	if s.cfg.File != "" {
+		if rel, err := filepath.Rel(s.o.Repo, s.cfg.File); err == nil && !strings.HasPrefix(rel, "..") {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
+func (s *Supervisor) nextMilestone() {
+	st := s.st
+	st.MilestoneIndex++
+	st.Counters.Edges = map[string]int{}
+	st.ReviewNotesHash = ""
+	if st.MilestoneIndex >= len(st.Milestones) {
+		st.Phase = state.PhaseFinalize
+		return
+	}
+	st.Phase = state.PhaseImplement
+	st.Milestones[st.MilestoneIndex].Status = state.MilestoneInProgress
+}
+
+func (s *Supervisor) backEdge(edge string) {
+	st := s.st
+	if st.Counters.Edges == nil {
+		st.Counters.Edges = map[string]int{}
+	}
+	st.Counters.Edges[edge]++
+	m := s.milestone()
+	if m.Edges == nil {
+		m.Edges = map[string]int{}
+	}
+	m.Edges[edge]++
+	st.Phase = state.PhaseImplement
+}
+
+// afterFailure marks a milestone that used up its retries as failed in skip
+// mode; in stop mode the evaluator stops the run.
+func (s *Supervisor) afterFailure() {
+	st := s.st
+	st.Phase = state.PhaseImplement
+	r := s.cfg.Stop
+	m := s.milestone()
+	if r.OnMilestoneFailure != stopconditions.OnFailureSkip || r.MaxMilestoneRetries == 0 || m.Retries <= r.MaxMilestoneRetries {
+		return
+	}
+	m.Status = state.MilestoneFailed
+	st.Counters.ConsecutiveFails++
+	s.event("milestone_failed", map[string]any{"milestone": st.MilestoneIndex + 1, "retries": m.Retries})
+	s.nextMilestone()
+}
+
+func (s *Supervisor) currentAttempt() *state.Attempt {
+	m := s.milestone()
+	if len(m.Attempts) == 0 {
+		return nil
+	}
+	return &m.Attempts[len(m.Attempts)-1]
+}
+
+// closeAttempt records the outcome of the current attempt and updates the
+// counters that depend on it.
+func (s *Supervisor) closeAttempt(outcome, signature, errText string) {
+	st := s.st
+	a := s.currentAttempt()
+	if a == nil || a.Outcome != "" {
+		return
+	}
+	a.Outcome = outcome
+	a.ErrorSignature = signature
+	a.Error = errText
+	if outcome == state.OutcomeStopped {
+		return
+	}
+	m := s.milestone()
+	st.Counters.Attempts++
+	switch outcome {
+	case state.OutcomeApproved:
+		st.Counters.SameError = 0
+		s.iterChange = true
+	case state.OutcomeFailed, state.OutcomeRejected:
+		m.Retries++
+		if signature != "" {
+			if signature == st.LastErrorSignature {
+				st.Counters.SameError++
+			} else {
+				st.Counters.SameError = 1
+			}
+			st.LastErrorSignature = signature
+		}
+	}
+	if s.iterChange {
+		st.Counters.NoProgress = 0
+		st.LastProgressTick = st.Tick
+	} else {
+		st.Counters.NoProgress++
+	}
+	s.iterChange = false
+	st.Statistics = statistics(st)
+	s.event("attempt", map[string]any{"milestone": st.MilestoneIndex + 1, "outcome": outcome, "signature": signature})
+}
+
+func appendLog(path, text string) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	f.WriteString(text)
+	f.Close()
+}
+
+func firstLine(s, fallback string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return fallback
+	}
+	line, _, _ := strings.Cut(s, "\n")
+	if len(line) > 300 {
+		line = line[:300] + "…"
+	}
+	return line
+}
+
+func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }

@@ -1,0 +1,477 @@
+// Package supervisor runs the tick loop of a run: implement, verify,
+// review, checkpoint, finalize. It enforces budgets inside a tick, reacts to
+// signals, and after every tick updates the counters, evaluates the stop
+// conditions, writes state.json atomically and appends to the timeline, in
+// that order.
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/runr-dev/runr/internal/agents"
+	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/guard"
+	"github.com/runr-dev/runr/internal/state"
+	"github.com/runr-dev/runr/internal/stopconditions"
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// Options configure a supervisor.
+type Options struct {
+	Config  *config.Config
+	Store   *state.Store
+	Repo    string   // the user's checkout (repository top level)
+	Environ []string // runr's environment, handed to the processes it starts
+	Version string   // runr's version, for the fingerprint
+	Flags   state.Flags
+	// TaskFile is the task file relative to Repo ("" for --prompt); the dirty
+	// check ignores it and the config file.
+	TaskFile string
+	Prompt   string // the task text
+	// Signals delivers SIGINT, SIGTERM and SIGHUP; nil for none.
+	Signals <-chan os.Signal
+	// Progress is called at the start and the end of every tick.
+	Progress func(Progress)
+	Now      func() time.Time
+}
+
+// Progress is what the live line shows.
+type Progress struct {
+	RunID       string
+	Tick        int
+	Phase       string
+	Milestone   int // 1-based
+	Milestones  int
+	Elapsed     time.Duration
+	Budget      time.Duration
+	CostUSD     float64
+	Closest     *state.ConditionProg
+	Event       string // "tick", "stop", "wait"
+	Message     string
+	WaitingTill time.Time
+}
+
+// Supervisor runs one run.
+type Supervisor struct {
+	o       Options
+	cfg     *config.Config
+	store   *state.Store
+	st      *state.State
+	dir     string // where the agent works: the checkout or the run's worktree
+	adapter agents.Adapter
+	program string // the agent program as found on PATH
+	tl      *state.Timeline
+	log     *zap.Logger
+	lock    *state.Lock
+
+	started    time.Time // when this invocation started working on the run
+	baseMS     int64     // elapsed_ms before this invocation
+	deadline   time.Time // when the time budget runs out
+	mu         sync.Mutex
+	sigReason  *signalStop
+	killNow    chan struct{}
+	iterChange bool // the current iteration made progress
+	lastError  *stopconditions.ErrorEvent
+	lastOutput string
+	treeBefore string // tree hash before the current agent call
+	sessionID  string
+	reviewRepeated bool // the last review asked for the same changes as the one before
+}
+
+type signalStop struct {
+	code stopreasons.Code
+	name string
+}
+
+// New returns a supervisor for o.
+func New(o Options) *Supervisor {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Progress == nil {
+		o.Progress = func(Progress) {}
+	}
+	return &Supervisor{o: o, cfg: o.Config, store: o.Store, killNow: make(chan struct{})}
+}
+
+// State is the run's state as last written.
+func (s *Supervisor) State() *state.State { return s.st }
+
+// Start creates a new run and works on it until it stops. The returned
+// state holds the stop reason; an error means the run could not be created.
+func (s *Supervisor) Start(ctx context.Context) (*state.State, error) {
+	now := s.o.Now().UTC()
+	id := state.NewRunID(now)
+	milestones := Milestones(s.o.Prompt)
+	st := &state.State{
+		SchemaVersion: state.SchemaVersion,
+		RunID:         id,
+		RunStatus:     stopreasons.RunRunning,
+		Phase:         state.PhaseImplement,
+		Repo:          s.o.Repo,
+		Task:          state.Task{File: s.o.TaskFile, Prompt: s.o.Prompt},
+		CreatedAt:     now,
+		Budget:        budgetOf(s.cfg),
+		Milestones:    milestones,
+		Counters:      state.Counters{Edges: map[string]int{}},
+		Flags:         s.o.Flags,
+		Resumable:     true,
+	}
+	st.Statistics = statistics(st)
+	if err := s.store.Create(st); err != nil {
+		return nil, err
+	}
+	s.st = st
+	lock, err := s.store.Acquire(id)
+	if err != nil {
+		return st, err
+	}
+	s.lock = lock
+	defer s.release()
+	if err := s.openRunFiles(); err != nil {
+		return st, err
+	}
+	if err := s.store.WriteJSON(id, "config.json", s.cfg.Raw); err != nil {
+		return st, err
+	}
+	s.event("run_started", map[string]any{"repo": s.o.Repo, "milestones": len(milestones), "task_file": s.o.TaskFile})
+	if stop := s.preflight(ctx); stop != nil {
+		return s.finish(stop)
+	}
+	return s.loop(ctx)
+}
+
+// Continue works on an existing run (a resume) until it stops. st must be
+// the run's state, already planned by the resume (budget granted, streaks
+// reset); the run's lock is taken here.
+func (s *Supervisor) Continue(ctx context.Context, st *state.State) (*state.State, error) {
+	s.st = st
+	if s.lock == nil {
+		lock, err := s.store.Acquire(st.RunID)
+		if err != nil {
+			return st, err
+		}
+		s.lock = lock
+	}
+	defer s.release()
+	if err := s.openRunFiles(); err != nil {
+		return st, err
+	}
+	st.RunStatus = stopreasons.RunRunning
+	st.StopReason = nil
+	st.StoppedAt = nil
+	if st.ResumeFrom != nil {
+		st.MilestoneIndex = st.ResumeFrom.Milestone - 1
+		st.Phase = st.ResumeFrom.Phase
+	}
+	if st.Worktree != "" {
+		s.dir = st.Worktree
+	}
+	s.sessionID = st.Usage.AgentSessionID
+	if stop := s.prepareAgent(); stop != nil {
+		return s.finish(stop)
+	}
+	if stop := s.claim(ctx); stop != nil {
+		return s.finish(stop)
+	}
+	s.event("run_resumed", map[string]any{"milestone": st.MilestoneIndex + 1, "phase": st.Phase})
+	return s.loop(ctx)
+}
+
+// Lock hands a lock taken by the caller (resume checks it before planning)
+// to the supervisor, which releases it when the run stops.
+func (s *Supervisor) Lock(l *state.Lock) { s.lock = l }
+
+func (s *Supervisor) openRunFiles() error {
+	tl, err := s.store.OpenTimeline(s.st.RunID)
+	if err != nil {
+		return err
+	}
+	s.tl = tl
+	s.log = newLogger(filepath.Join(s.store.RunDir(s.st.RunID), "runr.log"))
+	if s.dir == "" {
+		s.dir = s.o.Repo
+	}
+	return nil
+}
+
+func (s *Supervisor) release() {
+	if s.tl != nil {
+		s.tl.Close()
+	}
+	if s.log != nil {
+		s.log.Sync()
+	}
+	if s.st != nil {
+		s.store.RemoveClaim(s.st.RunID)
+	}
+	if s.lock != nil {
+		s.lock.Release()
+		s.lock = nil
+	}
+}
+
+func budgetOf(c *config.Config) state.Budget {
+	return state.Budget{
+		TimeMS:        c.Budget.Time.Milliseconds(),
+		MaxTicks:      c.Budget.MaxTicks,
+		MaxIterations: c.Budget.MaxIterations,
+		MaxCostUSD:    c.Budget.MaxCostUSD,
+		MaxTokens:     c.Budget.MaxTokens,
+	}
+}
+
+// preflight runs the checks before the first tick: the agent program, the
+// dirty tree, the worktree, the claim. A non-nil stop ends the run there.
+func (s *Supervisor) preflight(ctx context.Context) *stop {
+	if stop := s.prepareAgent(); stop != nil {
+		return stop
+	}
+	st := s.st
+	ignore := []string{s.o.TaskFile}
+	if s.cfg.File != "" {
+		if rel, err := filepath.Rel(s.o.Repo, s.cfg.File); err == nil && !strings.HasPrefix(rel, "..") {
+			ignore = append(ignore, rel)
+		}
+	}
+	if !st.Flags.Worktree {
+		dirty, err := guard.Dirty(ctx, s.o.Repo, ignore)
+		if err != nil {
+			return internalStop(err)
+		}
+		if len(dirty) > 0 && !st.Flags.AllowDirty {
+			return &stop{code: stopreasons.DirtyWorktree, condition: "allow_dirty",
+				message: fmt.Sprintf("%d uncommitted change(s) before the run", len(dirty)),
+				details: map[string]any{"files": dirty}}
+		}
+	}
+	if st.Flags.Worktree {
+		wt := filepath.Join(s.store.Home, "worktrees", st.RunID)
+		branch := "runr/" + st.RunID
+		if err := guard.AddWorktree(ctx, s.o.Repo, wt, branch); err != nil {
+			return &stop{code: stopreasons.EnvironmentInvalid, message: err.Error()}
+		}
+		st.Worktree, st.Branch = wt, branch
+		s.dir = wt
+		s.event("worktree_created", map[string]any{"path": wt, "branch": branch})
+	}
+	base, err := guard.TakeBaseline(ctx, s.dir)
+	if err != nil {
+		return internalStop(err)
+	}
+	st.Baseline = base
+	for p := range base {
+		st.StartChanges = append(st.StartChanges, p)
+	}
+	if h, err := guard.TreeHash(ctx, s.dir); err == nil {
+		st.TreeHash = h
+	}
+	st.StartFiles = s.existingWatchedFiles()
+	if stop := s.claim(ctx); stop != nil {
+		return stop
+	}
+	head, _ := guard.Head(ctx, s.dir)
+	st.Fingerprint = state.Fingerprint{
+		RunrVersion: s.o.Version,
+		AgentPath:   s.program,
+		GitHead:     head,
+		ConfigHash:  s.cfg.Hash(),
+	}
+	if err := s.save(); err != nil {
+		return internalStop(err)
+	}
+	return nil
+}
+
+// prepareAgent finds the adapter and the agent program.
+func (s *Supervisor) prepareAgent() *stop {
+	a, err := agents.Lookup(s.cfg.Agent.Kind)
+	if err != nil {
+		return &stop{code: stopreasons.CodeOf(err), message: err.Error()}
+	}
+	s.adapter = a
+	if msg := agents.RootSandboxProblem(s.cfg.Agent.Kind, s.cfg.Agent.PermissionMode, os.Geteuid(), s.o.Environ); msg != "" {
+		return &stop{code: stopreasons.EnvironmentInvalid, message: msg}
+	}
+	prog := a.Program(s.request(""))
+	if prog == "" {
+		return &stop{code: stopreasons.UsageError, message: "agent.command is empty: give the agent's argv after --, or set agent.command in runr.yaml"}
+	}
+	path, err := lookProgram(prog, s.dir, s.o.Environ)
+	if err != nil {
+		return &stop{code: stopreasons.WorkerNotFound, condition: "agent.command",
+			message: fmt.Sprintf("agent program %q not found or not executable: %v", prog, err),
+			details: map[string]any{"command": prog}}
+	}
+	s.program = path
+	return nil
+}
+
+// lookProgram finds prog as exec would from dir with env's PATH.
+func lookProgram(prog, dir string, env []string) (string, error) {
+	if strings.Contains(prog, "/") {
+		p := prog
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			return "", err
+		}
+		if fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return "", errors.New("not an executable file")
+		}
+		return p, nil
+	}
+	path := ""
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "PATH=") {
+			path = kv[len("PATH="):]
+		}
+	}
+	for _, d := range filepath.SplitList(path) {
+		if d == "" {
+			d = "."
+		}
+		p := filepath.Join(d, prog)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", exec.ErrNotFound
+}
+
+// claim records the run's scope claim, refusing to overlap a live run on
+// the same checkout unless --force-parallel.
+func (s *Supervisor) claim(ctx context.Context) *stop {
+	st := s.st
+	checkout := s.dir
+	if !st.Flags.ForceParallel {
+		claims, err := s.store.Claims()
+		if err != nil {
+			return internalStop(err)
+		}
+		for _, c := range claims {
+			if c.RunID == st.RunID || c.Checkout != checkout {
+				continue
+			}
+			if live, _, _ := s.store.Locked(c.RunID); !live {
+				continue // a stale claim of a dead run
+			}
+			if guard.Overlap(c.Allow, s.cfg.Scope.Allow) {
+				scope := c.Allow
+				if len(scope) == 0 {
+					scope = []string{"the whole checkout"}
+				}
+				return &stop{code: stopreasons.FileCollision, condition: "force_parallel",
+					message: fmt.Sprintf("run %s is live on this checkout with an overlapping scope", c.RunID),
+					details: map[string]any{"other": c.RunID, "files": scope}}
+			}
+		}
+	}
+	if err := s.store.WriteClaim(state.Claim{RunID: st.RunID, Checkout: checkout, Allow: s.cfg.Scope.Allow, PID: os.Getpid(), CreatedAt: s.o.Now().UTC()}); err != nil {
+		return internalStop(err)
+	}
+	return nil
+}
+
+func (s *Supervisor) existingWatchedFiles() []string {
+	var out []string
+	for _, p := range watchedFiles(s.cfg.Stop) {
+		if _, err := os.Stat(filepath.Join(s.dir, p)); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// elapsed is the run's elapsed time over every invocation.
+func (s *Supervisor) elapsed() time.Duration {
+	return time.Duration(s.baseMS)*time.Millisecond + s.o.Now().Sub(s.started)
+}
+
+func (s *Supervisor) event(typ string, data map[string]any) {
+	if s.tl == nil {
+		return
+	}
+	if err := s.tl.Append(typ, s.st.Tick, s.st.Phase, data); err != nil && s.log != nil {
+		s.log.Warn("timeline append failed", zap.Error(err))
+	}
+}
+
+func (s *Supervisor) save() error {
+	s.st.ElapsedMS = s.elapsed().Milliseconds()
+	if s.started.IsZero() {
+		s.st.ElapsedMS = s.baseMS
+	}
+	return s.store.Save(s.st)
+}
+
+// watchSignals turns the first signal into a stop of the run and a second
+// SIGINT into an immediate kill of the running process group.
+func (s *Supervisor) watchSignals(cancel context.CancelCauseFunc) func() {
+	done := make(chan struct{})
+	if s.o.Signals == nil {
+		return func() {}
+	}
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case sig := <-s.o.Signals:
+				s.mu.Lock()
+				first := s.sigReason == nil
+				if first {
+					code := stopreasons.Terminated
+					if sig == os.Interrupt {
+						code = stopreasons.UserStopped
+					}
+					s.sigReason = &signalStop{code: code, name: signalName(sig)}
+				}
+				s.mu.Unlock()
+				if first {
+					cancel(errSignal)
+				} else if sig == os.Interrupt {
+					select {
+					case <-s.killNow:
+					default:
+						close(s.killNow)
+					}
+				}
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+var errSignal = errors.New("signal received")
+
+func signalName(sig os.Signal) string {
+	switch sig {
+	case os.Interrupt:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	}
+	return sig.String()
+}
+
+func (s *Supervisor) signalled() *signalStop {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sigReason
+}
