@@ -36,7 +36,7 @@ type RunOptions struct {
 // runr.yaml value.
 var configFlags = []struct {
 	flag, key, usage string
-	list           bool
+	list             bool
 }{
 	{"agent", "agent.kind", "agent kind: claude, codex, gemini, opencode, aider or command", false},
 	{"verify", "verify.commands", "verification command, run with sh -c (repeatable)", true},
