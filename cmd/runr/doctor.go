@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runr-dev/runr/internal/agents"
+	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/doctor"
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+func init() { extraCommands = append(extraCommands, newDoctorCmd) }
+
+// DoctorOptions are the parsed arguments of `runr doctor`.
+type DoctorOptions struct {
+	IO     *IOStreams
+	Global *globalOptions
+	Ref    string
+	JSON   bool
+}
+
+func newDoctorCmd(io *IOStreams, g *globalOptions) *cobra.Command {
+	opts := &DoctorOptions{IO: io, Global: g}
+	cmd := &cobra.Command{
+		Use:   "doctor [<id>|latest]",
+		Short: "Explain why a run stopped and what to do next, or check the environment",
+		Long: `With a run id (or latest): the stop reason, the diagnosis with the run's own
+figures, the evidence, how close the other rules were, and the exact commands
+to run next. Exits 0 when it could diagnose, whatever the run's reason.
+
+Without an id: check the environment (git repository, run store, runr.yaml,
+agent and verify programs, stale locks and claims, leftover temp files, orphan
+worktrees). Exits 0 when all pass, 78 for an invalid config, 69 otherwise.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Ref = args[0]
+				return doctorRun(opts)
+			}
+			return doctorEnv(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object")
+	return cmd
+}
+
+func doctorRun(opts *DoctorOptions) error {
+	store, err := openStore(opts.IO, opts.Global)
+	if err != nil {
+		return err
+	}
+	st, err := loadRun(store, opts.Ref)
+	if err != nil {
+		return err
+	}
+	rep, err := doctor.Diagnose(st, store.RunDir(st.RunID))
+	if err != nil {
+		return stopreasons.Wrap(stopreasons.StateCorrupt, err, "diagnose run %s", st.RunID)
+	}
+	if opts.JSON {
+		b, err := rep.JSON()
+		if err != nil {
+			return err
+		}
+		_, err = opts.IO.Out.Write(b)
+		return err
+	}
+	return rep.WriteText(opts.IO.Out, opts.IO.ColorOut())
+}
+
+func doctorEnv(opts *DoctorOptions) error {
+	wd, err := os.Getwd()
+	if err != nil {
+		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "cannot read the working directory")
+	}
+	home := opts.Global.Home
+	if home == "" {
+		home = lookupEnv(opts.IO.Environ, "RUNR_HOME")
+	}
+	eo := doctor.EnvOptions{
+		Dir:          wd,
+		Home:         home,
+		ConfigFile:   opts.Global.Config,
+		Environ:      opts.IO.Environ,
+		AgentVersion: agentVersion,
+	}
+	// The agent to check comes from the config; an invalid config is
+	// reported by the checks themselves.
+	if top, err := repoRoot(); err == nil {
+		if cfg, err := config.Load(config.LoadOptions{RepoRoot: top, ConfigFile: opts.Global.Config, Environ: opts.IO.Environ}); err == nil {
+			if a, err := agents.Lookup(cfg.Agent.Kind); err == nil {
+				eo.AgentProgram = a.Program(agents.Request{Command: cfg.Agent.Command})
+				eo.AgentVersionArgs = a.VersionArgs()
+				eo.CredentialEnv = a.CredentialEnv()
+			}
+		}
+	}
+	checks := doctor.CheckEnvironment(context.Background(), eo)
+	verdict := doctor.Verdict(checks)
+	if opts.JSON {
+		if err := writeJSON(opts.IO.Out, map[string]any{"checks": checks, "verdict": verdict, "exit_code": stopreasons.ExitCode(verdict)}); err != nil {
+			return err
+		}
+	} else {
+		p := opts.IO.OutPainter()
+		for _, c := range checks {
+			mark := p.Green("ok  ")
+			if !c.OK {
+				mark = p.Red("FAIL")
+			}
+			opts.IO.Out.Write([]byte(mark + " " + c.Name + ": " + c.Detail + "\n"))
+		}
+		if verdict == stopreasons.Complete {
+			opts.IO.Out.Write([]byte(p.Green("All checks passed.") + "\n"))
+		} else {
+			opts.IO.Out.Write([]byte(p.Red("Some checks failed.") + " (" + string(verdict) + ")\n"))
+		}
+	}
+	if verdict == stopreasons.Complete {
+		return nil
+	}
+	return &stopError{code: verdict}
+}
+
+// agentVersion runs the agent program with its version arguments, briefly.
+func agentVersion(program string, args []string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, program, args...).CombinedOutput()
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return line, err
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+func init() { extraCommands = append(extraCommands, newStopCmd) }
+
+// StopOptions are the parsed arguments of `runr stop`.
+type StopOptions struct {
+	IO     *IOStreams
+	Global *globalOptions
+	Ref    string
+}
+
+func newStopCmd(io *IOStreams, g *globalOptions) *cobra.Command {
+	opts := &StopOptions{IO: io, Global: g}
+	return &cobra.Command{
+		Use:   "stop <id>|latest",
+		Short: "Ask a live run to stop after its current tick",
+		Long: `Write a stop request for a live run. The run finishes its current tick, then
+stops with user_stopped (exit 130); 'runr resume' continues it later.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Ref = args[0]
+			return stopRun(opts)
+		},
+	}
+}
+
+func stopRun(opts *StopOptions) error {
+	store, err := openStore(opts.IO, opts.Global)
+	if err != nil {
+		return err
+	}
+	id, err := store.Resolve(opts.Ref)
+	if err != nil {
+		return err
+	}
+	live, info, err := store.Locked(id)
+	if err != nil {
+		return err
+	}
+	if !live {
+		status := "not live"
+		if st, err := store.Load(id); err == nil {
+			status = store.DisplayStatus(st)
+		}
+		fmt.Fprintf(opts.IO.Out, "Run %s is not live (%s): nothing to stop.\n", id, status)
+		return nil
+	}
+	if err := store.RequestStop(id, "runr stop"); err != nil {
+		return stopreasons.Wrap(stopreasons.InternalError, err, "write the stop request of run %s", id)
+	}
+	fmt.Fprintf(opts.IO.Out, "Asked run %s (pid %d) to stop after its current tick.\n", id, info.PID)
+	return nil
+}
