@@ -167,7 +167,7 @@ func Diagnose(st *state.State, runDir string) (*Report, error) {
 	if st.StopReason == nil || st.StopReason.Code == "" {
 		diagnoseUnstopped(st, r)
 	} else {
-		diagnoseStop(st, r)
+		diagnoseStop(st, runDir, r)
 	}
 	if r.NextActions == nil {
 		r.NextActions = []string{}
@@ -195,7 +195,7 @@ func diagnoseUnstopped(st *state.State, r *Report) {
 	}
 }
 
-func diagnoseStop(st *state.State, r *Report) {
+func diagnoseStop(st *state.State, runDir string, r *Report) {
 	sr := st.StopReason
 	d := details(st, r)
 	reg, known := stopreasons.Lookup(sr.Code)
@@ -249,12 +249,12 @@ func diagnoseStop(st *state.State, r *Report) {
 			r.Hints = append(r.Hints, a)
 		}
 	}
-	r.Hints = append(r.Hints, familyHints(st, reg, d, r)...)
+	r.Hints = append(r.Hints, familyHints(runDir, reg, d, r)...)
 }
 
 // familyHints adds what a family's stops have in common beyond the
 // registry's own next actions.
-func familyHints(st *state.State, reg stopreasons.Reason, d stopreasons.Details, r *Report) []string {
+func familyHints(runDir string, reg stopreasons.Reason, d stopreasons.Details, r *Report) []string {
 	var out []string
 	if budgetOf[reg.Code] == budgetCost && d.Grant == "" {
 		out = append(out, "the token budget has no resume flag: raise budget.max_tokens in runr.yaml, then resume with --force")
@@ -263,7 +263,7 @@ func familyHints(st *state.State, reg stopreasons.Reason, d stopreasons.Details,
 		out = append(out, "the provider's limit resets at "+r.Evidence.ResetAt)
 	}
 	if f := r.Evidence.LastFailure; f != nil && f.Log != "" && reg.Family != stopreasons.FamilySuccess {
-		out = append(out, "full output of the last failure: "+filepath.ToSlash(filepath.Join("runs", st.RunID, f.Log)))
+		out = append(out, "full output of the last failure: "+filepath.Join(runDir, f.Log))
 	}
 	return out
 }
@@ -302,7 +302,8 @@ func details(st *state.State, r *Report) stopreasons.Details {
 	if n, ok := detailInt(sr.Details, "milestone"); ok && n > 0 {
 		d.Milestone = n
 	}
-	if d.Milestone >= 1 && d.Milestone <= len(st.Milestones) {
+	d.MilestoneGoal = detailString(sr.Details, "milestone_goal")
+	if d.MilestoneGoal == "" && d.Milestone >= 1 && d.Milestone <= len(st.Milestones) {
 		d.MilestoneGoal = st.Milestones[d.Milestone-1].Goal
 	}
 	if d.Other == "" {
@@ -505,6 +506,11 @@ func human(v any) string {
 	case nil:
 		return ""
 	case string:
+		// Durations arrive as Go writes them ("30m0s"); show them as a
+		// user writes them ("30m").
+		if d, err := time.ParseDuration(x); err == nil && strings.ContainsAny(x, "hms") {
+			return duration(d.Milliseconds())
+		}
 		return x
 	case time.Duration:
 		return duration(x.Milliseconds())

@@ -127,7 +127,7 @@ func scenarioTimeout() run {
 	st.Conditions = []state.ConditionProg{
 		{Name: "same_error", Progress: 2.0 / 3, Message: "Same error 2 times in a row (limit 3)"},
 		{Name: "max_ticks", Progress: 11.0 / 200, Message: "11 of 200 ticks"},
-		{Name: "timeout", Progress: 1, Message: "Elapsed 30m0s reached the 30m budget"},
+		{Name: "budget.time", Progress: 1, Message: "Elapsed 30m0s reached the 30m budget"},
 		{Name: "circuit_breaker", Progress: 0.1, Message: "5 of 50 attempts"},
 	}
 	st.LastErrorSignature = "go-test:91bc"
@@ -136,9 +136,11 @@ func scenarioTimeout() run {
 	st.Usage = state.Usage{CostUSD: 1.13, InputTokens: 182340, OutputTokens: 20411}
 	st.Statistics = state.Statistics{TotalMilestones: 3, Attempted: 2, Approved: 1, Failed: 0, RetryRate: 1, RejectRate: 0}
 	sr := stopped(stopreasons.Timeout, 1, "Elapsed 30m0s reached the 30m budget")
-	sr.Condition = "timeout"
-	sr.Value = float64(1800120)
-	sr.Threshold = float64(1800000)
+	sr.Condition = "budget.time"
+	sr.Value = "30m0s"
+	sr.Threshold = "30m0s"
+	sr.Details = map[string]any{"milestone": float64(2), "milestone_goal": "Checkout endpoint with | pipes",
+		"command": "go test ./...", "signature": "go-test:91bc"}
 	st.StopReason = sr
 	st.Resumable = true
 	return run{st: st, timeline: events(11, "run_stopped"), logs: map[string]string{
@@ -338,22 +340,31 @@ func golden(t *testing.T, name string, got []byte) {
 
 func diagnose(t testing.TB, r run) *Report {
 	t.Helper()
-	rep, err := Diagnose(r.st, r.dir(t))
-	require.NoError(t, err)
+	rep, _ := diagnoseIn(t, r)
 	return rep
+}
+
+func diagnoseIn(t testing.TB, r run) (*Report, string) {
+	t.Helper()
+	dir := r.dir(t)
+	rep, err := Diagnose(r.st, dir)
+	require.NoError(t, err)
+	return rep, dir
 }
 
 func TestGolden(t *testing.T) {
 	for name, r := range scenarios(t) {
 		t.Run(name, func(t *testing.T) {
-			rep := diagnose(t, r)
+			rep, dir := diagnoseIn(t, r)
+			// The run dir is a temp dir; the golden files name it RUNDIR.
+			stable := func(b []byte) []byte { return bytes.ReplaceAll(b, []byte(dir), []byte("RUNDIR")) }
 			var text bytes.Buffer
 			require.NoError(t, rep.WriteText(&text, false))
-			golden(t, name+".txt.golden", text.Bytes())
+			golden(t, name+".txt.golden", stable(text.Bytes()))
 			js, err := rep.JSON()
 			require.NoError(t, err)
 			require.True(t, json.Valid(js))
-			golden(t, name+".json.golden", js)
+			golden(t, name+".json.golden", stable(js))
 		})
 	}
 }
@@ -487,7 +498,7 @@ func TestEvidence(t *testing.T) {
 
 	t.Run("the rule that fired is not among the others", func(t *testing.T) {
 		rep := diagnose(t, sc["timeout_partial"])
-		assert.Equal(t, "timeout: Elapsed 30m0s reached the 30m budget", rep.Rule)
+		assert.Equal(t, "budget.time: Elapsed 30m0s reached the 30m budget", rep.Rule)
 		names := []string{}
 		for _, c := range rep.Conditions {
 			names = append(names, c.Name)
@@ -557,6 +568,41 @@ func TestEvidence(t *testing.T) {
 		require.Error(t, err)
 		assert.Equal(t, stopreasons.InternalError, stopreasons.CodeOf(err))
 	})
+}
+
+func TestHumanFigures(t *testing.T) {
+	tests := []struct {
+		in   any
+		want string
+	}{
+		{nil, ""},
+		{"30m0s", "30m"},
+		{"1h30m0s", "1h30m"},
+		{"2h0m0s", "2h"},
+		{"45s", "45s"},
+		{"go test ./...", "go test ./..."},
+		{"5", "5"},
+		{float64(3), "3"},
+		{0.375, "0.375"},
+		{7, "7"},
+		{90 * time.Second, "1m30s"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, human(tt.in), "%#v", tt.in)
+	}
+}
+
+// A stop that recorded raw numbers for the time budget is shown with the
+// run's own clock.
+func TestTimeoutWithNumericFigures(t *testing.T) {
+	r := scenarioTimeout()
+	r.st.StopReason.Value = float64(1800120)
+	r.st.StopReason.Threshold = float64(1800000)
+	r.st.Budget.TimeMS = 45 * 60 * 1000
+	r.st.ElapsedMS = 45*60*1000 + 700
+	rep := diagnose(t, r)
+	assert.Contains(t, rep.Diagnosis, "The time budget of 45m ran out after 45m1s")
+	assert.Equal(t, []string{"runr resume " + runID + " --time 45m"}, rep.NextActions)
 }
 
 func TestColourOnlyWhenAsked(t *testing.T) {
