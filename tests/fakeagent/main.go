@@ -20,8 +20,9 @@
 //
 // Selectors limit the step to some calls, and all of them must match: @3,
 // @2-4, @5+ (RUNR_ITERATION), m2, m1-2 (RUNR_MILESTONE), #1, #2+ (this
-// program's own call count). A step without selectors runs on every call; the
-// steps run in order. Text arguments decode \n, \t, \; and \\. Actions:
+// program's own call count). Selectors stand only at the start of a line: to
+// select other actions, start another line or pass another --do. A step
+// without selectors runs on every call; the steps run in order. Text arguments decode \n, \t, \; and \\. Actions:
 //
 //	write PATH TEXT      create or overwrite PATH (parent directories too)
 //	append PATH TEXT     append TEXT to PATH

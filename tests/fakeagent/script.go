@@ -272,6 +272,9 @@ func splitActions(line string) []string {
 func parseAction(text string) (action, error) {
 	name, rest, _ := strings.Cut(text, " ")
 	spec, ok := actionSpecs[name]
+	if _, isSel := parseSelector(strings.TrimSuffix(name, ":")); !ok && isSel {
+		return action{}, fmt.Errorf("selectors go at the start of a step, not after \";\" (%q): start a new line or pass another --do", text)
+	}
 	if !ok {
 		return action{}, fmt.Errorf("unknown action %q (run fakeagent -h for the list)", name)
 	}

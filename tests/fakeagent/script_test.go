@@ -51,6 +51,8 @@ func TestParseStepErrors(t *testing.T) {
 		{"wrte a b", `unknown action "wrte"`},
 		{"@x: print hi", `unknown action "@x:"`},
 		{"@3:", "no action"},
+		{"print a; #2: print b", "selectors go at the start of a step"},
+		{"print a; @1 m2: print b", "selectors go at the start of a step"},
 		{"exit", "exit takes 1 argument(s)"},
 		{"exit 300", "exit takes a code from 0 to 255"},
 		{"sleep soon", `"soon" is not a duration`},
