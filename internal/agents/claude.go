@@ -124,13 +124,13 @@ func (p *claudeParser) Line(line []byte) bool {
 		}
 	case "system":
 		if ev.Subtype == "api_retry" {
-			p.retry = ev.Error
+			p.retry, p.retryCode = ev.Error, 0
 			if ev.ErrorStatus != nil {
 				p.retryCode = *ev.ErrorStatus
 			}
 			// Retrying a rejected credential cannot succeed; stop now rather
 			// than wait out the CLI's backoff.
-			return ev.Error == "authentication_failed" || p.retryCode == 401
+			return p.retry == "authentication_failed" || p.retryCode == 401
 		}
 	case "result":
 		r := ev
