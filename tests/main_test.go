@@ -93,6 +93,7 @@ func TestScripts(t *testing.T) {
 			"initrepo": cmdInitRepo,
 			"waitfile": cmdWaitFile,
 			"jsonget":  cmdJSONGet,
+			"checkrun": cmdCheckRun,
 		},
 		RequireExplicitExec: true,
 	})
@@ -162,14 +163,24 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Fatalf("waitfile: %s never contained %q", args[0], args[1])
 }
 
-// jsonget FILE EXPR... checks fields of a JSON file: each EXPR is
+// jsonget FILE EXPR... checks fields of a JSON file (@NAME is the file NAME
+// in the newest run's directory, e.g. @state.json): each EXPR is
 // path=value with a dotted path ("stop_reason.code=timeout"), or path? to
 // require that the field exists.
 func cmdJSONGet(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) < 2 {
 		ts.Fatalf("usage: jsonget file path=value...")
 	}
-	data := ts.ReadFile(args[0])
+	file := args[0]
+	if name, ok := strings.CutPrefix(file, "@"); ok {
+		// @state.json: that file of the newest run of this repository.
+		dir, err := latestRunDir(ts.MkAbs("."))
+		if err != nil {
+			ts.Fatalf("jsonget: %v", err)
+		}
+		file = filepath.Join(dir, name)
+	}
+	data := ts.ReadFile(file)
 	for _, expr := range args[1:] {
 		path, want, hasWant := strings.Cut(expr, "=")
 		path = strings.TrimSuffix(path, "?")

@@ -1,0 +1,140 @@
+package tests
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// cmdCheckRun [CODE] checks the newest run of the repository in the
+// current directory as every stop must leave it: state.json parses, its
+// stop_reason is complete (with CODE when given), report.md and stop.json
+// exist, and no process of any group the run started is still alive.
+func cmdCheckRun(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("usage: checkrun [code]")
+	}
+	runDir, err := latestRunDir(ts.MkAbs("."))
+	if err != nil {
+		ts.Fatalf("checkrun: %v", err)
+	}
+	if err := checkStoppedRun(runDir, args); err != nil {
+		ts.Fatalf("checkrun %s: %v", filepath.Base(runDir), err)
+	}
+}
+
+func latestRunDir(repo string) (string, error) {
+	runs := filepath.Join(repo, ".git", "runr", "runs")
+	entries, err := os.ReadDir(runs)
+	if err != nil {
+		return "", err
+	}
+	var ids []string
+	for _, e := range entries {
+		ids = append(ids, e.Name())
+	}
+	if len(ids) == 0 {
+		return "", fmt.Errorf("no runs in %s", runs)
+	}
+	sort.Strings(ids)
+	return filepath.Join(runs, ids[len(ids)-1]), nil
+}
+
+func checkStoppedRun(runDir string, want []string) error {
+	b, err := os.ReadFile(filepath.Join(runDir, "state.json"))
+	if err != nil {
+		return err
+	}
+	var st struct {
+		RunStatus  string         `json:"run_status"`
+		StopReason map[string]any `json:"stop_reason"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return fmt.Errorf("state.json does not parse: %v", err)
+	}
+	if st.StopReason == nil {
+		return fmt.Errorf("state.json has no stop_reason")
+	}
+	for _, k := range []string{"code", "exit_code", "family", "category", "terminal_status", "message"} {
+		if _, ok := st.StopReason[k]; !ok {
+			return fmt.Errorf("stop_reason lacks %s: %v", k, st.StopReason)
+		}
+	}
+	if len(want) > 0 && st.StopReason["code"] != want[0] {
+		return fmt.Errorf("stop_reason.code is %v, want %s", st.StopReason["code"], want[0])
+	}
+	for _, f := range []string{"report.md", "stop.json"} {
+		if _, err := os.Stat(filepath.Join(runDir, f)); err != nil {
+			return fmt.Errorf("%s missing after the stop", f)
+		}
+	}
+	for _, pgid := range startedGroups(filepath.Join(runDir, "timeline.jsonl")) {
+		if pids := groupMembers(pgid); len(pids) > 0 {
+			return fmt.Errorf("process group %d still has processes %v", pgid, pids)
+		}
+	}
+	return nil
+}
+
+// startedGroups lists the process groups the timeline says the run started.
+func startedGroups(path string) []int {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []int
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var ev struct {
+			Type string         `json:"type"`
+			Data map[string]any `json:"data"`
+		}
+		if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Type == "process_started" {
+			if pg, ok := ev.Data["pgid"].(float64); ok {
+				out = append(out, int(pg))
+			}
+		}
+	}
+	return out
+}
+
+// groupMembers lists the live (not zombie) processes of a process group,
+// read from /proc.
+func groupMembers(pgid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// Fields after the command name, which is in parentheses and may
+		// hold spaces: state is the first, pgrp the third.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 3 || f[0] == "Z" {
+			continue
+		}
+		if g, _ := strconv.Atoi(f[2]); g == pgid {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
