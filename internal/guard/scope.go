@@ -23,13 +23,6 @@ type Violation struct {
 	Pattern string
 }
 
-// Scope patterns are doublestar globs over paths relative to the repository
-// root, with '/' separators: `*` stays inside one path segment, `**` spans
-// any number of them, and `?`, `[...]` and `{a,b}` work as usual. Like a
-// .gitignore entry, a pattern that matches a directory covers everything
-// under it, so `docs` and `docs/` mean the same as `docs/**`. A leading "/"
-// or "./" is dropped.
-
 // ValidGlob reports whether pattern is a usable scope or lockfile glob; the
 // error names the pattern and says what is wrong.
 func ValidGlob(pattern string) error {
@@ -74,6 +67,13 @@ func matchScope(pattern, p string) bool {
 // list allows everything not denied. Pass both names of a rename: moving a
 // file out of scope, or into it from outside, touches both. A bad glob is an
 // error that names it.
+//
+// Patterns are doublestar globs over paths relative to the repository root,
+// with '/' separators: `*` stays inside one path segment, `**` spans any
+// number of them, and `?`, `[...]` and `{a,b}` work as usual. Like a
+// .gitignore entry, a pattern that matches a directory covers everything under
+// it, so `docs` and `docs/` mean the same as `docs/**`. A leading "/" or "./"
+// is dropped.
 func CheckScope(paths, allow, deny []string) ([]Violation, error) {
 	allowN, err := normalizeAll("scope.allow", allow)
 	if err != nil {

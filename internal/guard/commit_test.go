@@ -1,0 +1,116 @@
+package guard
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestWorktreeAndCommitAll(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	commitFiles(t, repo, map[string]string{"main.go": "package main\n"})
+	mainHead := gitT(t, repo, "rev-parse", "HEAD")
+
+	wt := filepath.Join(t.TempDir(), "wt")
+	require.NoError(t, AddWorktree(ctx, repo, wt, "runr/20261121T230017Z-3f9a1c"))
+	assert.FileExists(t, filepath.Join(wt, "main.go"))
+	assert.Equal(t, "runr/20261121T230017Z-3f9a1c", gitT(t, wt, "rev-parse", "--abbrev-ref", "HEAD"))
+
+	common, err := CommonDir(ctx, wt)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(repo, ".git"), common, "a worktree shares the common dir")
+
+	writeFile(t, wt, "main.go", "package main // changed\n")
+	writeFile(t, wt, "new dir/new file.go", "package newdir\n")
+	writeFile(t, wt, "TASK.md", "- [ ] task\n")
+	sha, err := CommitAll(ctx, wt, "runr: milestone 1", []string{"TASK.md"})
+	require.NoError(t, err)
+	require.Len(t, sha, 40)
+	assert.Equal(t, gitT(t, wt, "rev-parse", "HEAD"), sha)
+	assert.Equal(t, "runr: milestone 1", gitT(t, wt, "log", "-1", "--format=%s"))
+	assert.Equal(t, "Test User <test@example.com>", gitT(t, wt, "log", "-1", "--format=%an <%ae>"))
+	assert.Equal(t, "main.go\nnew dir/new file.go", gitT(t, wt, "-c", "core.quotePath=false", "show", "--name-only", "--format=", "HEAD"))
+
+	changes, err := Changes(ctx, wt)
+	require.NoError(t, err)
+	assert.Equal(t, []Change{{Path: "TASK.md", Kind: KindUntracked}}, changes, "the excluded file stays out")
+
+	assert.Equal(t, mainHead, gitT(t, repo, "rev-parse", "HEAD"), "the main checkout is untouched")
+
+	again, err := CommitAll(ctx, wt, "nothing", []string{"TASK.md"})
+	require.NoError(t, err)
+	assert.Empty(t, again, "nothing to commit")
+	assert.Equal(t, sha, gitT(t, wt, "rev-parse", "HEAD"))
+}
+
+func TestCommitAllWithoutIdentity(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := newRepo(t, false)
+	writeFile(t, repo, "first.txt", "1\n")
+
+	// The first commit of a repository, made with no identity configured.
+	sha, err := CommitAll(ctx, repo, "checkpoint", nil)
+	require.NoError(t, err)
+	require.NotEmpty(t, sha)
+	assert.Equal(t, "runr <runr@localhost>", gitT(t, repo, "log", "-1", "--format=%an <%ae>"))
+	assert.Equal(t, "runr <runr@localhost>", gitT(t, repo, "log", "-1", "--format=%cn <%ce>"))
+
+	_, err = configValue(ctx, repo, "user.name")
+	require.NoError(t, err)
+	for _, key := range []string{"user.name", "user.email"} {
+		v, err := configValue(ctx, repo, key)
+		require.NoError(t, err)
+		assert.Empty(t, v, "%s stays unset", key)
+	}
+	_, err = os.Stat(filepath.Join(os.Getenv("HOME"), ".gitconfig"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "no global config written")
+
+	writeFile(t, repo, "second.txt", "2\n")
+	wt := filepath.Join(t.TempDir(), "wt")
+	require.NoError(t, AddWorktree(ctx, repo, wt, "runr/x"))
+	writeFile(t, wt, "in-worktree.txt", "w\n")
+	sha2, err := CommitAll(ctx, wt, "checkpoint 2", nil)
+	require.NoError(t, err)
+	assert.NotEqual(t, sha, sha2)
+	assert.Equal(t, "runr <runr@localhost>", gitT(t, wt, "log", "-1", "--format=%an <%ae>"))
+}
+
+func TestCommitAllNothingToCommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	empty := newRepo(t, true)
+	sha, err := CommitAll(ctx, empty, "nothing", nil)
+	require.NoError(t, err)
+	assert.Empty(t, sha, "an empty repository has nothing to commit")
+
+	repo := newRepo(t, true)
+	commitFiles(t, repo, map[string]string{".gitignore": "*.log\n", "a": "a"})
+	writeFile(t, repo, "x.log", "ignored")
+	writeFile(t, repo, "runr.yaml", "excluded")
+	sha, err = CommitAll(ctx, repo, "nothing", []string{"runr.yaml"})
+	require.NoError(t, err)
+	assert.Empty(t, sha, "ignored and excluded files are not committed")
+}
+
+func TestAddWorktreeErrors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	empty := newRepo(t, true)
+	err := AddWorktree(ctx, empty, filepath.Join(t.TempDir(), "wt"), "runr/x")
+	require.ErrorIs(t, err, ErrNoCommits)
+	assert.Contains(t, err.Error(), "commit once")
+
+	repo := newRepo(t, true)
+	commitFiles(t, repo, map[string]string{"a": "a"})
+	require.NoError(t, AddWorktree(ctx, repo, filepath.Join(t.TempDir(), "one"), "runr/same"))
+	err = AddWorktree(ctx, repo, filepath.Join(t.TempDir(), "two"), "runr/same")
+	require.Error(t, err, "the branch exists already")
+	assert.Contains(t, err.Error(), "runr/same")
+}
