@@ -124,7 +124,8 @@ func (l *Lock) Release() error {
 
 // Locked reports whether a live process holds run id, and its info. It
 // tries the lock and at once releases it; a lock file that does not exist
-// is free.
+// is free. An Acquire racing that brief probe can see the run as held; the
+// caller then reports run_locked and a retry succeeds.
 func (s *Store) Locked(id string) (bool, LockInfo, error) {
 	if err := checkID(id); err != nil {
 		return false, LockInfo{}, err
