@@ -1,0 +1,108 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+)
+
+// signalGroup sends sig to every process of group pgid. It refuses the
+// numbers with special meanings for kill(2) (0: our own group, -1 and 1:
+// every process) and runr's own group.
+func signalGroup(pgid int, sig syscall.Signal) error {
+	if pgid <= 1 || pgid == syscall.Getpgrp() {
+		return fmt.Errorf("refusing to signal process group %d: not a group runr started", pgid)
+	}
+	return syscall.Kill(-pgid, sig)
+}
+
+// terminateGroup asks the group to stop: SIGTERM, then SIGCONT so that a
+// stopped (Ctrl+Z'd, traced) process wakes up to receive it.
+func terminateGroup(pgid int) error {
+	if err := signalGroup(pgid, syscall.SIGTERM); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			return os.ErrProcessDone
+		}
+		return err
+	}
+	_ = signalGroup(pgid, syscall.SIGCONT)
+	return nil
+}
+
+// GroupAlive reports whether any process is left in group pgid. On Linux a
+// zombie (dead, waiting for a parent to reap it) does not count: it runs
+// nothing and holds nothing open.
+func GroupAlive(pgid int) bool {
+	if pgid <= 1 {
+		return false
+	}
+	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	return !onlyZombies(pgid)
+}
+
+// StopGroup stops group pgid: SIGTERM and SIGCONT, up to grace for it to
+// exit, then SIGKILL. It returns nil once the group is empty (or was already).
+func StopGroup(pgid int, grace time.Duration) error {
+	if err := terminateGroup(pgid); err != nil {
+		if errors.Is(err, os.ErrProcessDone) {
+			return nil
+		}
+		return fmt.Errorf("stop process group %d: %w", pgid, err)
+	}
+	if waitGroupGone(pgid, grace) {
+		return nil
+	}
+	if err := signalGroup(pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("kill process group %d: %w", pgid, err)
+	}
+	if waitGroupGone(pgid, killWait) {
+		return nil
+	}
+	return fmt.Errorf("process group %d still has processes %v after SIGKILL; they may be stuck in uninterruptible I/O, check them with ps -g %d",
+		pgid, GroupMembers(pgid), pgid)
+}
+
+func waitGroupGone(pgid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if !GroupAlive(pgid) {
+			return true
+		}
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// Alive reports whether pid exists and started at startTime, so that a pid
+// the system has since given to another process is never mistaken for it. An
+// unknown start time (0) never matches.
+func Alive(pid int, startTime uint64) bool {
+	if pid <= 0 || startTime == 0 {
+		return false
+	}
+	st, err := ProcStartTime(pid)
+	return err == nil && st == startTime
+}
+
+// StopRecorded stops the group of a process recorded by an earlier runr
+// (crash recovery), but only if that very process is still alive. It reports
+// whether it stopped anything.
+func StopRecorded(p Proc, grace time.Duration) (bool, error) {
+	if !Alive(p.PID, p.StartTime) {
+		return false, nil
+	}
+	pgid := p.PGID
+	if pgid == 0 {
+		pgid = p.PID
+	}
+	if err := StopGroup(pgid, grace); err != nil {
+		return true, fmt.Errorf("stop recorded process %d: %w", p.PID, err)
+	}
+	return true, nil
+}

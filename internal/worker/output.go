@@ -1,0 +1,200 @@
+package worker
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// sink receives the combined output of a process: it streams it to the log
+// file, keeps a bounded tail and remembers when the last byte arrived.
+type sink struct {
+	mu      sync.Mutex
+	log     *os.File
+	logPath string
+	logErr  error
+	ring    ring
+	n       int64
+
+	base time.Time    // monotonic origin for last
+	last atomic.Int64 // nanoseconds after base of the latest write
+}
+
+func newSink(logPath string, tailBytes int) (*sink, error) {
+	s := &sink{logPath: logPath, ring: ring{buf: make([]byte, tailBytes)}, base: time.Now()}
+	if logPath != "" {
+		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("open log: %w; check that its directory exists and is writable", err)
+		}
+		s.log = f
+	}
+	return s, nil
+}
+
+func (s *sink) write(p []byte) {
+	s.last.Store(int64(time.Since(s.base)))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n += int64(len(p))
+	s.ring.write(p)
+	// After a failed write the log is abandoned but the process keeps being
+	// drained: a full disk must not block the child on a full pipe.
+	if s.log != nil && s.logErr == nil {
+		if _, err := s.log.Write(p); err != nil {
+			s.logErr = err
+		}
+	}
+}
+
+// quietFor is how long ago the last byte arrived (or the sink was made).
+func (s *sink) quietFor() time.Duration {
+	return time.Since(s.base) - time.Duration(s.last.Load())
+}
+
+func (s *sink) tail() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ring.bytes()
+}
+
+func (s *sink) total() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
+}
+
+// close closes the log and reports the first error writing it.
+func (s *sink) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.logErr
+	if s.log != nil {
+		if cerr := s.log.Close(); err == nil {
+			err = cerr
+		}
+		s.log = nil
+	}
+	if err != nil {
+		return fmt.Errorf("write log %s: %w", s.logPath, err)
+	}
+	return nil
+}
+
+// ring keeps the last len(buf) bytes written to it.
+type ring struct {
+	buf   []byte
+	w     int // next write position
+	total int64
+}
+
+func (r *ring) write(p []byte) {
+	size := len(r.buf)
+	r.total += int64(len(p))
+	if len(p) >= size {
+		copy(r.buf, p[len(p)-size:])
+		r.w = 0
+		return
+	}
+	n := copy(r.buf[r.w:], p)
+	copy(r.buf, p[n:])
+	r.w = (r.w + len(p)) % size
+}
+
+func (r *ring) bytes() []byte {
+	if r.total < int64(len(r.buf)) {
+		return bytes.Clone(r.buf[:r.w])
+	}
+	out := make([]byte, 0, len(r.buf))
+	out = append(out, r.buf[r.w:]...)
+	return append(out, r.buf[:r.w]...)
+}
+
+// lineSplitter hands complete stdout lines to a callback, keeping at most max
+// bytes of any one line so that a process printing without newlines cannot
+// grow memory.
+type lineSplitter struct {
+	max     int
+	emit    func([]byte) bool
+	abort   func()
+	line    []byte
+	pending bool // bytes seen since the last newline
+	stopped bool // the callback asked to stop; later lines are not handed over
+}
+
+func (l *lineSplitter) feed(p []byte) {
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			l.add(p)
+			return
+		}
+		l.add(p[:i])
+		l.flush()
+		p = p[i+1:]
+	}
+}
+
+func (l *lineSplitter) add(p []byte) {
+	l.pending = true
+	if room := l.max - len(l.line); room > 0 {
+		l.line = append(l.line, p[:min(room, len(p))]...)
+	}
+}
+
+func (l *lineSplitter) flush() {
+	if !l.stopped && !l.emit(l.line) {
+		l.stopped = true
+		l.abort()
+	}
+	l.line, l.pending = l.line[:0], false
+}
+
+// pump copies r into out until EOF or a read error (the pipe closed under
+// it), feeding lines when given.
+func pump(r io.Reader, out *sink, lines *lineSplitter) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			out.write(buf[:n])
+			if lines != nil {
+				lines.feed(buf[:n])
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	if lines != nil && lines.pending {
+		lines.flush()
+	}
+}
+
+// Tail returns the last n lines of output, without the final newline, for
+// messages. Bytes that are not valid UTF-8 (a tail cut mid-character) become
+// U+FFFD.
+func Tail(b []byte, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	b = bytes.TrimRight(b, "\r\n")
+	start, end := 0, len(b)
+	for count := 0; ; {
+		j := bytes.LastIndexByte(b[:end], '\n')
+		if j < 0 {
+			break
+		}
+		if count++; count == n {
+			start = j + 1
+			break
+		}
+		end = j
+	}
+	return strings.ToValidUTF8(string(b[start:]), "\uFFFD")
+}

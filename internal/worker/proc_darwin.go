@@ -1,0 +1,26 @@
+package worker
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// ProcStartTime returns when pid started, in microseconds since the epoch.
+func ProcStartTime(pid int) (uint64, error) {
+	kp, err := unix.SysctlKinfoProc("kern.proc.pid", pid)
+	if err != nil {
+		return 0, fmt.Errorf("start time of process %d: %w", pid, err)
+	}
+	if int(kp.Proc.P_pid) != pid {
+		return 0, fmt.Errorf("start time of process %d: no such process", pid)
+	}
+	tv := kp.Proc.P_starttime
+	return uint64(tv.Sec)*1_000_000 + uint64(tv.Usec), nil
+}
+
+// GroupMembers is not available without /proc; it returns nil.
+func GroupMembers(pgid int) []int { return nil }
+
+// Without /proc zombies cannot be told apart; kill(2) has the last word.
+func onlyZombies(pgid int) bool { return false }

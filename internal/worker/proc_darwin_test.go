@@ -1,0 +1,8 @@
+package worker
+
+import "syscall"
+
+// pidAlive reports whether pid exists; launchd reaps orphans promptly.
+func pidAlive(pid int) bool {
+	return syscall.Kill(pid, 0) == nil
+}

@@ -1,0 +1,88 @@
+package worker
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+)
+
+// procStat holds the fields of /proc/PID/stat that runr uses.
+type procStat struct {
+	state     byte
+	pgrp      int
+	startTime uint64
+}
+
+func readProcStat(pid int) (procStat, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces or
+	// parentheses itself; the fields after the last ')' are plain.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	f := bytes.Fields(data[i+1:])
+	// f[0] is field 3 (state), f[2] field 5 (pgrp), f[19] field 22 (starttime).
+	if len(f) < 20 || len(f[0]) != 1 {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	pgrp, err := strconv.Atoi(string(f[2]))
+	if err != nil {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: pgrp: %w", pid, err)
+	}
+	start, err := strconv.ParseUint(string(f[19]), 10, 64)
+	if err != nil {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: starttime: %w", pid, err)
+	}
+	return procStat{state: f[0][0], pgrp: pgrp, startTime: start}, nil
+}
+
+// ProcStartTime returns when pid started: /proc/PID/stat field 22, in clock
+// ticks since boot.
+func ProcStartTime(pid int) (uint64, error) {
+	st, err := readProcStat(pid)
+	if err != nil {
+		return 0, fmt.Errorf("start time of process %d: %w", pid, err)
+	}
+	return st.startTime, nil
+}
+
+// GroupMembers returns the live (non-zombie) processes whose process group is
+// pgid.
+func GroupMembers(pgid int) []int {
+	members, _ := groupMembers(pgid)
+	return members
+}
+
+func groupMembers(pgid int) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var members []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := readProcStat(pid)
+		if err != nil {
+			continue // it exited while we looked
+		}
+		if st.pgrp == pgid && st.state != 'Z' {
+			members = append(members, pid)
+		}
+	}
+	return members, nil
+}
+
+// onlyZombies reports whether every member of the group is a zombie. Without
+// /proc it cannot tell, and says no.
+func onlyZombies(pgid int) bool {
+	members, err := groupMembers(pgid)
+	return err == nil && len(members) == 0
+}

@@ -1,0 +1,340 @@
+// Package worker starts every process runr runs (agents, verification,
+// review, scripts) and promises that none of them outlives its call: each runs
+// in its own process group, is stopped with SIGTERM, SIGCONT and then SIGKILL to
+// the whole group, and has its output streamed to a log file and a bounded tail
+// buffer so that memory stays flat whatever it prints.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Defaults for the zero values of Spec.
+const (
+	DefaultKillGrace = 5 * time.Second
+	DefaultTailBytes = 64 << 10
+	DefaultMaxLine   = 1 << 20
+)
+
+// After SIGKILL a group normally empties at once; a process stuck in the
+// kernel (uninterruptible I/O) may not, and runr must not hang on it forever.
+const killWait = 2 * time.Second
+
+// How often a group is checked for remaining members once the main process is
+// gone.
+const pollInterval = 10 * time.Millisecond
+
+// ErrNotFound is wrapped by Run when the program does not exist or cannot be
+// executed.
+var ErrNotFound = errors.New("program not found or not executable")
+
+// Spec describes one process to run.
+type Spec struct {
+	Argv        []string
+	Dir         string
+	Env         []string      // the whole environment; nil means os.Environ()
+	Stdin       io.Reader     // nil: /dev/null
+	LogPath     string        // stdout and stderr both stream here (created/appended, 0644); "" discards
+	Timeout     time.Duration // 0: none. Past it: graceful stop, Result.TimedOut
+	IdleTimeout time.Duration // 0: none. No byte on stdout or stderr for this long: graceful stop, Result.Idle
+	KillGrace   time.Duration // between SIGTERM(+SIGCONT) and SIGKILL of the group; 0 means 5s
+	TailBytes   int           // bounded tail of the combined output kept in memory; 0 means 64 KiB
+	MaxLine     int           // longest stdout line handed to OnStdoutLine (longer ones truncated); 0 means 1 MiB
+	OnStart     func(Proc)    // called once started, before waiting (runr persists the pgid then)
+	// OnStdoutLine receives each stdout line without its newline, in order;
+	// returning false stops the process early (Result.Aborted). The slice is
+	// reused after the call.
+	OnStdoutLine func(line []byte) bool
+	KillNow      <-chan struct{} // closing it SIGKILLs the whole group at once (a second Ctrl+C)
+}
+
+// Proc identifies a started process. StartTime is /proc/PID/stat field 22 on
+// Linux (microseconds since the epoch on macOS); together with PID it tells the
+// process apart from a later one that reuses the pid.
+type Proc struct {
+	PID, PGID int
+	StartTime uint64
+	StartedAt time.Time
+}
+
+// Result is how a process ended. TimedOut, Idle, Canceled (ctx done) and
+// Aborted (OnStdoutLine returned false) say why runr stopped it; Killed says
+// SIGKILL was needed for its group.
+type Result struct {
+	ExitCode int    // the exit status; -1 when ended by a signal
+	Signal   string // e.g. "killed", "terminated" when ended by a signal
+	Duration time.Duration
+
+	TimedOut, Idle, Canceled, Aborted, Killed bool
+
+	Tail  []byte // last TailBytes of combined stdout+stderr
+	Bytes int64  // total bytes of output
+}
+
+// Run starts spec.Argv in its own process group, waits for it and for its
+// group to be gone, and reports how it ended. It returns an error only when
+// the process could not be started or its log could not be written; a
+// non-zero exit is not an error.
+func Run(ctx context.Context, spec Spec) (Result, error) {
+	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
+		return Result{}, errors.New("run: the command is empty; give the program to run")
+	}
+	spec = withDefaults(spec)
+	if err := ctx.Err(); err != nil {
+		return Result{}, fmt.Errorf("run %s: not started: %w", spec.Argv[0], err)
+	}
+	if spec.Dir != "" {
+		if fi, err := os.Stat(spec.Dir); err != nil {
+			return Result{}, fmt.Errorf("run %s: working directory: %w", spec.Argv[0], err)
+		} else if !fi.IsDir() {
+			return Result{}, fmt.Errorf("run %s: working directory %s is not a directory", spec.Argv[0], spec.Dir)
+		}
+	}
+	path, err := findProgram(spec.Argv[0], spec.Env)
+	if err != nil {
+		return Result{}, err
+	}
+	out, err := newSink(spec.LogPath, spec.TailBytes)
+	if err != nil {
+		return Result{}, err
+	}
+	// Pipes of our own rather than exec's copying goroutines: Wait then returns
+	// as soon as the main process exits, so its leftovers can be stopped at once
+	// instead of after a grandchild lets go of the pipe.
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		out.close()
+		return Result{}, fmt.Errorf("run %s: stdout pipe: %w", spec.Argv[0], err)
+	}
+	stderrR, stderrW, err := os.Pipe()
+	if err != nil {
+		out.close()
+		closeAll(stdoutR, stdoutW)
+		return Result{}, fmt.Errorf("run %s: stderr pipe: %w", spec.Argv[0], err)
+	}
+
+	stopCtx, requestStop := context.WithCancel(context.Background())
+	defer requestStop()
+	var termSent atomic.Bool
+	cmd := exec.CommandContext(stopCtx, path, spec.Argv[1:]...)
+	cmd.Args[0] = spec.Argv[0]
+	cmd.Dir = spec.Dir
+	cmd.Env = spec.Env
+	cmd.Stdin = spec.Stdin
+	cmd.Stdout = stdoutW
+	cmd.Stderr = stderrW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		termSent.Store(true)
+		return terminateGroup(cmd.Process.Pid)
+	}
+	// The group's SIGKILL comes from Run's own timer at the same deadline;
+	// WaitDelay also bounds a Stdin copy that never finishes.
+	cmd.WaitDelay = spec.KillGrace
+
+	if err := cmd.Start(); err != nil {
+		out.close()
+		closeAll(stdoutR, stdoutW, stderrR, stderrW)
+		return Result{}, startError(spec.Argv[0], err)
+	}
+	started := time.Now()
+	// The child holds its own copies; ours must go so that EOF can arrive.
+	closeAll(stdoutW, stderrW)
+
+	pgid := cmd.Process.Pid
+	proc := Proc{PID: pgid, PGID: pgid, StartedAt: started}
+	// Without a start time the process can never be matched by Alive, which
+	// errs on the side of leaving an unknown process alone.
+	proc.StartTime, _ = ProcStartTime(pgid)
+	if spec.OnStart != nil {
+		spec.OnStart(proc)
+	}
+
+	aborted := make(chan struct{})
+	var abortOnce sync.Once
+	var lines *lineSplitter
+	if spec.OnStdoutLine != nil {
+		lines = &lineSplitter{max: spec.MaxLine, emit: spec.OnStdoutLine,
+			abort: func() { abortOnce.Do(func() { close(aborted) }) }}
+	}
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go func() { defer readers.Done(); pump(stdoutR, out, lines) }()
+	go func() { defer readers.Done(); pump(stderrR, out, nil) }()
+	readersDone := make(chan struct{})
+	go func() { readers.Wait(); close(readersDone) }()
+
+	exited := make(chan struct{})
+	go func() {
+		// The exit status is read from ProcessState; Wait's error adds nothing
+		// a caller acts on (a context error after Cancel, ErrWaitDelay).
+		_ = cmd.Wait()
+		close(exited)
+	}()
+
+	res := supervise(ctx, spec, pgid, started, out, aborted, exited, &termSent, requestStop)
+
+	// Anything still holding the pipes now is outside the group (it escaped
+	// with setsid, or was handed the pipe); give the readers the grace period
+	// to drain, then close the pipes under them.
+	select {
+	case <-readersDone:
+	case <-time.After(spec.KillGrace):
+		closeAll(stdoutR, stderrR)
+		<-readersDone
+	}
+	closeAll(stdoutR, stderrR)
+
+	if ps := cmd.ProcessState; ps != nil {
+		res.ExitCode = ps.ExitCode()
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.Signal = ws.Signal().String()
+		}
+	}
+	res.Tail, res.Bytes = out.tail(), out.total()
+	if err := out.close(); err != nil {
+		return res, fmt.Errorf("run %s: %w", spec.Argv[0], err)
+	}
+	return res, nil
+}
+
+// supervise waits for the main process to exit and its group to be empty,
+// running the stop sequence when ctx, a timeout, the idle timer, an abort or
+// KillNow asks for it.
+func supervise(ctx context.Context, spec Spec, pgid int, started time.Time, out *sink,
+	aborted, exited <-chan struct{}, termSent *atomic.Bool, requestStop func()) Result {
+	var res Result
+	var timeoutC, idleC, killC, pollC <-chan time.Time
+	if spec.Timeout > 0 {
+		t := time.NewTimer(spec.Timeout)
+		defer t.Stop()
+		timeoutC = t.C
+	}
+	var idleTimer *time.Timer
+	if spec.IdleTimeout > 0 {
+		idleTimer = time.NewTimer(spec.IdleTimeout)
+		defer idleTimer.Stop()
+		idleC = idleTimer.C
+	}
+	var killTimer *time.Timer
+	startKillTimer := func() {
+		if killTimer == nil {
+			killTimer = time.NewTimer(spec.KillGrace)
+			killC = killTimer.C
+		}
+	}
+	defer func() {
+		if killTimer != nil {
+			killTimer.Stop()
+		}
+	}()
+	sigkill := func() {
+		if signalGroup(pgid, syscall.SIGKILL) == nil {
+			res.Killed = true
+		}
+	}
+
+	done := ctx.Done()
+	killNow := spec.KillNow
+	mainExited, stopping := false, false
+	var killedAt time.Time
+	stop := func(reason *bool) {
+		if mainExited || stopping {
+			return
+		}
+		stopping = true
+		*reason = true
+		// exec calls Cmd.Cancel, which sends SIGTERM and SIGCONT to the group.
+		requestStop()
+		startKillTimer()
+	}
+	for {
+		if mainExited {
+			if !GroupAlive(pgid) {
+				return res
+			}
+			// Leftovers of a call that ended get the same stop sequence.
+			if !termSent.Load() {
+				termSent.Store(true)
+				_ = terminateGroup(pgid)
+			}
+			startKillTimer()
+			if !killedAt.IsZero() && time.Since(killedAt) > killWait {
+				return res
+			}
+			pollC = time.After(pollInterval)
+		}
+		select {
+		case <-exited:
+			exited = nil
+			mainExited = true
+			res.Duration = time.Since(started)
+		case <-done:
+			done = nil
+			stop(&res.Canceled)
+		case <-timeoutC:
+			timeoutC = nil
+			stop(&res.TimedOut)
+		case <-idleC:
+			if quiet := out.quietFor(); quiet >= spec.IdleTimeout {
+				idleC = nil
+				stop(&res.Idle)
+			} else {
+				idleTimer.Reset(spec.IdleTimeout - quiet)
+			}
+		case <-aborted:
+			aborted = nil
+			stop(&res.Aborted)
+		case <-killNow:
+			killNow = nil
+			sigkill()
+			killedAt = time.Now()
+		case <-killC:
+			killC = nil
+			sigkill()
+			killedAt = time.Now()
+		case <-pollC:
+		}
+	}
+}
+
+func withDefaults(spec Spec) Spec {
+	if spec.KillGrace <= 0 {
+		spec.KillGrace = DefaultKillGrace
+	}
+	if spec.TailBytes <= 0 {
+		spec.TailBytes = DefaultTailBytes
+	}
+	if spec.MaxLine <= 0 {
+		spec.MaxLine = DefaultMaxLine
+	}
+	return spec
+}
+
+// startError marks the failures that mean "this program cannot be run" with
+// ErrNotFound, so callers can tell a missing tool from a broken system.
+func startError(name string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Op == "fork/exec" &&
+		(errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) ||
+			errors.Is(err, syscall.ENOEXEC) || errors.Is(err, syscall.ENOTDIR)) {
+		return fmt.Errorf("run %s: %w (%v); check the command and that the file is executable", name, ErrNotFound, pe.Err)
+	}
+	return fmt.Errorf("run %s: %w", name, err)
+}
+
+func closeAll(files ...*os.File) {
+	for _, f := range files {
+		_ = f.Close()
+	}
+}
