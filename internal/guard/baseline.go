@@ -18,17 +18,17 @@ import (
 // to judge only what changed afterwards, so that a user's own uncommitted work
 // (allowed with --allow-dirty, or the task file) is never blamed on the agent.
 //
-// Values are git blob ids (git hash-object), DeletedHash for a missing file,
-// and descriptive markers for symlinks, directories (nested repositories) and
-// special files. One extra key, which no path can spell because it holds a NUL
-// byte, records HEAD, so that changes the agent commits itself are still seen.
+// Keys are paths relative to the repository root; values are git blob ids
+// (git hash-object), DeletedHash for a missing file, and markers for symlinks,
+// directories (nested repositories) and special files.
+//
+// A Baseline looks at the working tree only: what is committed after it was
+// taken leaves the status and is not reported by ChangedSince. CommittedSince
+// covers that, given the Head taken with the baseline.
 type Baseline map[string]string
 
 // DeletedHash is a Baseline's value for a path with no file on disk.
 const DeletedHash = "deleted"
-
-// baselineHeadKey holds HEAD in a Baseline; git paths never contain NUL.
-const baselineHeadKey = "\x00HEAD"
 
 // TakeBaseline records the current change set of the working tree at dir.
 func TakeBaseline(ctx context.Context, dir string) (Baseline, error) {
@@ -44,19 +44,13 @@ func TakeBaseline(ctx context.Context, dir string) (Baseline, error) {
 	if err != nil {
 		return nil, fmt.Errorf("take the baseline of %s: %w", top, err)
 	}
-	head, err := Head(ctx, top)
-	if err != nil {
-		return nil, err
-	}
-	base[baselineHeadKey] = head
 	return base, nil
 }
 
 // ChangedSince returns, sorted, the paths whose content now differs from the
 // baseline: paths changed now that were clean at the start, paths dirty at the
-// start and edited since, paths dirty at the start that were reverted since,
-// and paths the agent committed since the baseline. A path dirty at the start
-// and untouched since does not count.
+// start and edited since, and paths dirty at the start that were reverted
+// since. A path dirty at the start and untouched since does not count.
 func ChangedSince(ctx context.Context, dir string, base Baseline) ([]string, error) {
 	top, err := TopLevel(ctx, dir)
 	if err != nil {
@@ -68,16 +62,7 @@ func ChangedSince(ctx context.Context, dir string, base Baseline) ([]string, err
 	}
 	candidates := Paths(changes)
 	for p := range base {
-		if p != baselineHeadKey {
-			candidates = append(candidates, p)
-		}
-	}
-	if startHead, ok := base[baselineHeadKey]; ok {
-		committed, err := committedSince(ctx, top, startHead)
-		if err != nil {
-			return nil, err
-		}
-		candidates = append(candidates, committed...)
+		candidates = append(candidates, p)
 	}
 	slices.Sort(candidates)
 	candidates = slices.Compact(candidates)
@@ -96,9 +81,11 @@ func ChangedSince(ctx context.Context, dir string, base Baseline) ([]string, err
 	return changed, nil
 }
 
-// committedSince lists the paths that commits made after startHead touched.
-func committedSince(ctx context.Context, top, startHead string) ([]string, error) {
-	head, err := Head(ctx, top)
+// CommittedSince returns, sorted, the paths that the commits made since
+// startHead (a Head result; "" for a repository that had no commits) touched,
+// both names of a rename; nil when HEAD has not moved.
+func CommittedSince(ctx context.Context, dir, startHead string) ([]string, error) {
+	head, err := Head(ctx, dir)
 	if err != nil || head == startHead || head == "" {
 		return nil, err
 	}
@@ -106,9 +93,9 @@ func committedSince(ctx context.Context, top, startHead string) ([]string, error
 	if startHead == "" {
 		args = []string{"ls-tree", "-r", "-z", "--name-only", head}
 	}
-	out, err := git(ctx, top, args...)
+	out, err := git(ctx, dir, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list the files committed since %s: %w", startHead, err)
+		return nil, fmt.Errorf("list the files committed since %q in %s: %w", startHead, dir, err)
 	}
 	var paths []string
 	for _, p := range bytes.Split(out, []byte{0}) {
@@ -116,6 +103,7 @@ func committedSince(ctx context.Context, top, startHead string) ([]string, error
 			paths = append(paths, string(p))
 		}
 	}
+	slices.Sort(paths)
 	return paths, nil
 }
 

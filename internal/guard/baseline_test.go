@@ -26,7 +26,8 @@ func TestBaselineJudgesOnlyLaterChanges(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, DeletedHash, base["gone.txt"])
 	assert.Len(t, base["user.txt"], 40, "a git blob id")
-	assert.NotContains(t, base, "clean.txt")
+	assert.ElementsMatch(t, []string{"user.txt", "reverted.txt", "odd\nname .txt", "gone.txt"}, keys(base),
+		"exactly the paths dirty at the start")
 
 	changed, err := ChangedSince(ctx, dir, base)
 	require.NoError(t, err)
@@ -49,25 +50,42 @@ func TestBaselineJudgesOnlyLaterChanges(t *testing.T) {
 	assert.Equal(t, []string{"clean.txt", "gone.txt", "new.txt", "odd\nname .txt", "reverted.txt", "user.txt"}, changed)
 }
 
-func TestBaselineSeesCommitsMadeSince(t *testing.T) {
+func TestCommittedSince(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := newRepo(t, true)
-	commitFiles(t, dir, map[string]string{"a.txt": "a\n"})
-	writeFile(t, dir, "dirty.txt", "the user's\n")
 
+	none, err := CommittedSince(ctx, dir, "")
+	require.NoError(t, err)
+	assert.Empty(t, none, "no commits at all")
+
+	commitFiles(t, dir, map[string]string{"a.txt": "a\n", "old.go": "package old\n"})
+	first, err := CommittedSince(ctx, dir, "")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a.txt", "old.go"}, first, "everything, from a repository that had no commits")
+
+	start, err := Head(ctx, dir)
+	require.NoError(t, err)
 	base, err := TakeBaseline(ctx, dir)
 	require.NoError(t, err)
 
-	// The agent commits its work, and the user's file unchanged with it: the
-	// status is clean afterwards, yet the agent's files changed.
+	none, err = CommittedSince(ctx, dir, start)
+	require.NoError(t, err)
+	assert.Empty(t, none, "HEAD has not moved")
+
+	// Work that is committed leaves the status: the baseline no longer sees it,
+	// CommittedSince does.
 	writeFile(t, dir, "api/handler.go", "package api\n")
+	gitT(t, dir, "mv", "old.go", "new.go")
 	gitT(t, dir, "add", "--all")
 	gitT(t, dir, "commit", "--quiet", "-m", "agent")
 
 	changed, err := ChangedSince(ctx, dir, base)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"api/handler.go"}, changed)
+	assert.Empty(t, changed)
+	committed, err := CommittedSince(ctx, dir, start)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"api/handler.go", "new.go", "old.go"}, committed)
 }
 
 func TestBaselineInRepoWithoutCommits(t *testing.T) {
@@ -82,10 +100,10 @@ func TestBaselineInRepoWithoutCommits(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, changed)
 
-	commitFiles(t, dir, map[string]string{"main.go": "package main\n"})
+	writeFile(t, dir, "main.go", "package main\n")
 	changed, err = ChangedSince(ctx, dir, base)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"main.go"}, changed, "TASK.md was committed unchanged")
+	assert.Equal(t, []string{"main.go"}, changed)
 }
 
 func TestBaselineSymlinkAndDirectory(t *testing.T) {
@@ -119,4 +137,12 @@ func TestQuotePath(t *testing.T) {
 	for in, want := range tests {
 		assert.Equal(t, want, quotePath(in), "quotePath(%q)", in)
 	}
+}
+
+func keys(b Baseline) []string {
+	var out []string
+	for k := range b {
+		out = append(out, k)
+	}
+	return out
 }
