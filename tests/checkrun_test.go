@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -36,15 +36,27 @@ func latestRunDir(repo string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var ids []string
+	// The newest run is the one created last: ids of runs created within
+	// one second do not sort by creation.
+	best, bestAt := "", ""
 	for _, e := range entries {
-		ids = append(ids, e.Name())
+		b, _ := os.ReadFile(filepath.Join(runs, e.Name(), "state.json"))
+		var st struct {
+			CreatedAt string `json:"created_at"`
+		}
+		json.Unmarshal(b, &st)
+		at := st.CreatedAt
+		if t, err := time.Parse(time.RFC3339Nano, at); err == nil {
+			at = t.UTC().Format("2006-01-02T15:04:05.000000000")
+		}
+		if best == "" || at > bestAt || at == bestAt && e.Name() > best {
+			best, bestAt = e.Name(), at
+		}
 	}
-	if len(ids) == 0 {
+	if best == "" {
 		return "", fmt.Errorf("no runs in %s", runs)
 	}
-	sort.Strings(ids)
-	return filepath.Join(runs, ids[len(ids)-1]), nil
+	return filepath.Join(runs, best), nil
 }
 
 func checkStoppedRun(runDir string, want []string) error {

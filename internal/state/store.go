@@ -212,10 +212,45 @@ func (s *Store) List() ([]string, error) {
 			ids = append(ids, e.Name())
 		}
 	}
-	// ReadDir sorts by name, and ids sort by creation time; sort anyway so
-	// the order does not rest on that detail.
+	// Ids sort by their creation second; runs created within the same
+	// second are ordered by the created_at their state.json records, so
+	// that "latest" is the run created last.
 	slices.Sort(ids)
+	for i := 0; i < len(ids); {
+		j := i + 1
+		for j < len(ids) && idSecond(ids[j]) == idSecond(ids[i]) {
+			j++
+		}
+		if j-i > 1 {
+			same := ids[i:j]
+			created := make(map[string]time.Time, len(same))
+			for _, id := range same {
+				created[id] = s.createdAt(id)
+			}
+			slices.SortStableFunc(same, func(a, b string) int { return created[a].Compare(created[b]) })
+		}
+		i = j
+	}
 	return ids, nil
+}
+
+// idSecond is the time part of a run id.
+func idSecond(id string) string {
+	before, _, _ := strings.Cut(id, "-")
+	return before
+}
+
+// createdAt reads a run's created_at; an unreadable state sorts first.
+func (s *Store) createdAt(id string) time.Time {
+	b, err := os.ReadFile(s.StatePath(id))
+	if err != nil {
+		return time.Time{}
+	}
+	var v struct {
+		CreatedAt time.Time `json:"created_at"`
+	}
+	json.Unmarshal(b, &v)
+	return v.CreatedAt
 }
 
 // RunDir is the directory of run id.

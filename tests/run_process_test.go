@@ -1,0 +1,334 @@
+package tests
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// newRepo makes a committed git repository in a temp dir.
+func newRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, a := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "initial"}} {
+		cmd := exec.Command("git", a...)
+		cmd.Dir = dir
+		cmd.Env = testEnv(dir)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", a, out)
+	}
+	return dir
+}
+
+// runrProc is runr started in the background.
+type runrProc struct {
+	cmd      *exec.Cmd
+	stdout   bytes.Buffer
+	stderr   bytes.Buffer
+	done     chan struct{}
+	ready    string
+	repo     string
+	exitCode int
+}
+
+func startRunr(t *testing.T, repo string, env []string, args ...string) *runrProc {
+	t.Helper()
+	p := &runrProc{done: make(chan struct{}), ready: filepath.Join(repo, ".git", "ready"), repo: repo}
+	p.cmd = exec.Command(filepath.Join(binDir, "runr"), args...)
+	p.cmd.Dir = repo
+	p.cmd.Env = append(append(testEnv(repo), "FAKEAGENT_READY_FILE="+p.ready), env...)
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	require.NoError(t, p.cmd.Start())
+	go func() {
+		p.cmd.Wait()
+		p.exitCode = p.cmd.ProcessState.ExitCode()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+		killRecordedGroups(repo)
+	})
+	return p
+}
+
+// waitReady polls until the agent wrote its ready line n times.
+func (p *runrProc) waitReady(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(p.ready)
+		if bytes.Count(b, []byte("FAKEAGENT READY")) >= n {
+			return
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("runr exited %d before the agent was ready\nstdout: %s\nstderr: %s", p.exitCode, &p.stdout, &p.stderr)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t.Fatalf("the agent never got ready")
+}
+
+// wait waits at most limit for runr to exit and returns its exit code.
+func (p *runrProc) wait(t *testing.T, limit time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.exitCode
+	case <-time.After(limit):
+		t.Fatalf("runr still running after %s\nstdout: %s\nstderr: %s", limit, &p.stdout, &p.stderr)
+	}
+	return -1
+}
+
+func (p *runrProc) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(sig))
+}
+
+// killRecordedGroups cleans up after a test that SIGKILLed runr: any group
+// the run recorded is killed so no test leaves processes behind.
+func killRecordedGroups(repo string) {
+	dir, err := latestRunDir(repo)
+	if err != nil {
+		return
+	}
+	for _, pg := range startedGroups(filepath.Join(dir, "timeline.jsonl")) {
+		syscall.Kill(-pg, syscall.SIGKILL)
+	}
+}
+
+func readState(t *testing.T, repo string) map[string]any {
+	t.Helper()
+	dir, err := latestRunDir(repo)
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	require.NoError(t, err)
+	var st map[string]any
+	require.NoError(t, json.Unmarshal(b, &st), "state.json must parse")
+	return st
+}
+
+func stopCode(st map[string]any) string {
+	r, _ := st["stop_reason"].(map[string]any)
+	s, _ := r["code"].(string)
+	return s
+}
+
+func TestSignalsStopTheRunCleanly(t *testing.T) {
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		code string
+		exit int
+	}{
+		{syscall.SIGINT, "user_stopped", 130},
+		{syscall.SIGTERM, "terminated", 143},
+		{syscall.SIGHUP, "terminated", 143},
+	} {
+		t.Run(tc.sig.String(), func(t *testing.T) {
+			t.Parallel()
+			repo := newRepo(t)
+			p := startRunr(t, repo, []string{"RUNR_AGENT_KILL_GRACE=2s"}, "run", "--prompt", "work", "--",
+				"fakeagent", "--do", "write wip.txt partial; ready; sleep 60s")
+			p.waitReady(t, 1)
+			p.signal(t, tc.sig)
+			assert.Equal(t, tc.exit, p.wait(t, 30*time.Second), "stderr: %s", &p.stderr)
+			dir, _ := latestRunDir(repo)
+			require.NoError(t, checkStoppedRun(dir, []string{tc.code}))
+			st := readState(t, repo)
+			assert.Equal(t, "stopped", st["run_status"])
+			assert.Nil(t, st["agent_process"], "no process is recorded as running after the stop")
+		})
+	}
+}
+
+func TestSecondSIGINTKillsTheAgentAtOnce(t *testing.T) {
+	repo := newRepo(t)
+	// The agent ignores SIGTERM and the grace is long: only the second
+	// Ctrl+C can end it before the grace runs out.
+	p := startRunr(t, repo, []string{"RUNR_AGENT_KILL_GRACE=120s"}, "run", "--prompt", "work", "--",
+		"fakeagent", "--do", "ignore-term; ready; hang")
+	p.waitReady(t, 1)
+	p.signal(t, syscall.SIGINT)
+	// Poll for the SIGTERM having been sent (the stop is under way) before
+	// the second SIGINT.
+	waitFor(t, func() bool { return strings.Contains(timelineText(repo), "process_started") })
+	time.Sleep(100 * time.Millisecond)
+	p.signal(t, syscall.SIGINT)
+	assert.Equal(t, 130, p.wait(t, 60*time.Second), "stderr: %s", &p.stderr)
+	dir, _ := latestRunDir(repo)
+	require.NoError(t, checkStoppedRun(dir, []string{"user_stopped"}))
+}
+
+func TestTimeoutStopsInsideTheTick(t *testing.T) {
+	repo := newRepo(t)
+	start := time.Now()
+	p := startRunr(t, repo, []string{"RUNR_AGENT_KILL_GRACE=1s"}, "run", "--prompt", "work", "--time", "2s", "--",
+		"fakeagent", "--do", "ready; sleep 300s")
+	code := p.wait(t, 60*time.Second)
+	took := time.Since(start)
+	assert.Equal(t, 124, code, "stderr: %s", &p.stderr)
+	// The budget is 2s and kill_grace 1s: runr must not wait for the
+	// agent's 300s sleep to end (the bound is loose for busy machines).
+	assert.Less(t, took, 30*time.Second)
+	dir, _ := latestRunDir(repo)
+	require.NoError(t, checkStoppedRun(dir, []string{"timeout"}))
+	st := readState(t, repo)
+	assert.Less(t, st["elapsed_ms"].(float64), float64(30000))
+}
+
+func TestAgentIgnoringSIGTERMWithGrandchildHoldingStdout(t *testing.T) {
+	repo := newRepo(t)
+	p := startRunr(t, repo, []string{"RUNR_AGENT_KILL_GRACE=1s"}, "run", "--prompt", "work", "--time", "3s", "--",
+		"fakeagent", "--do", "grandchild 300s; ignore-term; ready; hang")
+	assert.Equal(t, 124, p.wait(t, 60*time.Second), "stderr: %s", &p.stderr)
+	dir, _ := latestRunDir(repo)
+	require.NoError(t, checkStoppedRun(dir, []string{"timeout"}))
+	b, _ := os.ReadFile(p.ready)
+	assert.Contains(t, string(b), "FAKEAGENT GRANDCHILD", "the grandchild really started")
+}
+
+func TestBackgroundChildOfASuccessfulCallIsKilled(t *testing.T) {
+	repo := newRepo(t)
+	p := startRunr(t, repo, nil, "run", "--prompt", "work", "--",
+		"fakeagent", "--do", "background 300s; write out.txt done; status done")
+	assert.Equal(t, 0, p.wait(t, 60*time.Second), "stderr: %s", &p.stderr)
+	b, _ := os.ReadFile(p.ready)
+	require.Contains(t, string(b), "FAKEAGENT BACKGROUND", "the background child really started")
+	dir, _ := latestRunDir(repo)
+	require.NoError(t, checkStoppedRun(dir, []string{"complete"}))
+}
+
+func TestFloodingAgentKeepsMemoryFlat(t *testing.T) {
+	size, sizeBytes := "256M", int64(256<<20)
+	if testing.Short() {
+		size, sizeBytes = "32M", 32<<20
+	}
+	repo := newRepo(t)
+	p := startRunr(t, repo, nil, "run", "--prompt", "work", "--",
+		"fakeagent", "--do", "flood "+size+"; print; status done")
+	assert.Equal(t, 0, p.wait(t, 240*time.Second), "stderr: %s", &p.stderr)
+	dir, _ := latestRunDir(repo)
+	fi, err := os.Stat(filepath.Join(dir, "logs", "tick-0001-implement.log"))
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, fi.Size(), sizeBytes, "the log holds the whole output")
+	ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	require.True(t, ok)
+	// Maxrss is in KiB on Linux: runr's peak RSS stays under 64 MiB.
+	assert.Less(t, ru.Maxrss, int64(64<<10), "peak RSS %d KiB", ru.Maxrss)
+}
+
+func TestStatusShowsLiveAndCrashedRuns(t *testing.T) {
+	repo := newRepo(t)
+	p := startRunr(t, repo, nil, "run", "--prompt", "work", "--", "fakeagent", "--do", "ready; sleep 300s")
+	p.waitReady(t, 1)
+	assert.Equal(t, "running", statusOf(t, repo))
+	require.NoError(t, p.cmd.Process.Kill())
+	p.wait(t, 30*time.Second)
+	assert.Equal(t, "crashed", statusOf(t, repo))
+}
+
+func statusOf(t *testing.T, repo string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "runr"), "status", "latest", "--json")
+	cmd.Dir = repo
+	cmd.Env = testEnv(repo)
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	var v struct{ Status string }
+	require.NoError(t, json.Unmarshal(out, &v))
+	return v.Status
+}
+
+// TestKill9NeverCorruptsState kills runr with SIGKILL at random moments of a
+// run of many short ticks: state.json always parses and its tick never goes
+// backwards.
+func TestKill9NeverCorruptsState(t *testing.T) {
+	trials := 50
+	if testing.Short() {
+		trials = 10
+	}
+	repo := newRepo(t)
+	os.WriteFile(filepath.Join(repo, ".gitignore"), []byte("calls.txt\n"), 0o644)
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	for i := 0; i < trials; i++ {
+		p := startRunr(t, repo, nil, "run", "--prompt", "loop", "--max-ticks", "100000", "--time", "10m", "--quiet", "--allow-dirty", "--",
+			"fakeagent", "--do", "touch-count calls.txt; touch-count work.txt")
+		// Wait for the run to exist, then let it tick for a random while,
+		// reading state.json as it goes.
+		var dir string
+		waitFor(t, func() bool {
+			d, err := latestRunDir(repo)
+			if err != nil || strings.HasSuffix(d, lastDir) {
+				return false
+			}
+			_, err = os.Stat(filepath.Join(d, "state.json"))
+			dir = d
+			return err == nil
+		})
+		lastDir = filepath.Base(dir)
+		last := -1
+		deadline := time.Now().Add(time.Duration(rng.Intn(400)) * time.Millisecond)
+		for time.Now().Before(deadline) {
+			tick := tickOf(t, dir)
+			require.GreaterOrEqual(t, tick, last, "trial %d: tick went backwards", i)
+			last = tick
+		}
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
+		<-p.done
+		tick := tickOf(t, dir)
+		require.GreaterOrEqual(t, tick, last, "trial %d: tick went backwards after SIGKILL", i)
+		killRecordedGroups(repo)
+	}
+}
+
+var lastDir = "none"
+
+func tickOf(t *testing.T, dir string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	require.NoError(t, err)
+	var st struct {
+		Tick *int `json:"tick"`
+	}
+	require.NoError(t, json.Unmarshal(b, &st), "state.json must always parse: %q", b)
+	require.NotNil(t, st.Tick)
+	return *st.Tick
+}
+
+func timelineText(repo string) string {
+	dir, err := latestRunDir(repo)
+	if err != nil {
+		return ""
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "timeline.jsonl"))
+	return string(b)
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal(errors.New("condition never held"))
+}
