@@ -29,6 +29,7 @@ type RunOptions struct {
 	AgentArgv    []string
 	Flags        state.Flags
 	JSON, Quiet  bool
+	AutoResume   bool // resume: continue after an auto-resumable stop
 }
 
 // configFlags map `runr run` flags to config keys; their values are
@@ -111,6 +112,8 @@ The exit code says why the run stopped: see 'runr reasons'.`,
 	f.BoolVar(&opts.Flags.Worktree, "worktree", false, "work in a new git worktree on branch runr/<id>")
 	f.BoolVar(&opts.JSON, "json", false, "print one JSON summary object on stdout at the end")
 	f.BoolVar(&opts.Quiet, "quiet", false, "no progress output, only the summary")
+	// resume: --auto-resume, served by autoresume.go.
+	f.BoolVar(&opts.AutoResume, "auto-resume", false, "after a transient stop (stalled, worker_timeout, worker_rate_limited, terminated) wait and continue")
 	return cmd
 }
 
@@ -140,19 +143,26 @@ func runRun(opts *RunOptions) error {
 	defer signal.Stop(sigs)
 
 	live := newLiveLine(io, opts.Quiet || opts.JSON)
-	sup := supervisor.New(supervisor.Options{
-		Config:   cfg,
-		Store:    store,
-		Repo:     repo,
-		Environ:  io.Environ,
-		Version:  runrVersion(),
-		Flags:    opts.Flags,
-		TaskFile: taskFile,
-		Prompt:   prompt,
-		Signals:  sigs,
-		Progress: live.update,
-	})
-	st, err := sup.Start(context.Background())
+	// resume: a function, so that --auto-resume gets a fresh supervisor per continuation.
+	newSup := func() *supervisor.Supervisor {
+		return supervisor.New(supervisor.Options{
+			Config:   cfg,
+			Store:    store,
+			Repo:     repo,
+			Environ:  io.Environ,
+			Version:  runrVersion(),
+			Flags:    opts.Flags,
+			TaskFile: taskFile,
+			Prompt:   prompt,
+			Signals:  sigs,
+			Progress: live.update,
+		})
+	}
+	st, err := newSup().Start(context.Background())
+	// resume: --auto-resume continues in this process after a transient stop.
+	if opts.AutoResume && err == nil && st != nil {
+		st, err = autoResume(autoResumeEnv{io: io, store: store, cfg: cfg, sigs: sigs, live: live, newSup: newSup}, st)
+	}
 	live.done()
 	if st == nil {
 		return err

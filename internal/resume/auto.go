@@ -1,0 +1,80 @@
+package resume
+
+import (
+	"time"
+
+	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/state"
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// NextWait decides whether a run that stopped as st may be continued
+// automatically, done automatic resumes into this invocation, and how long
+// to wait first: the backoff for this attempt (the last entry repeats), or
+// until the rate limit's reset time when the agent reported one, capped by
+// max_wait either way.
+func NextWait(st *state.State, p config.Resume, done int, now time.Time) (time.Duration, bool) {
+	if st == nil || st.StopReason == nil || !stopreasons.AutoResumable(st.StopReason.Code) {
+		return 0, false
+	}
+	if done >= p.MaxAutoResumes {
+		return 0, false
+	}
+	var wait time.Duration
+	if n := len(p.Backoff); n > 0 {
+		wait = p.Backoff[min(done, n-1)]
+	}
+	if reset, ok := ResetAt(st); ok && st.StopReason.Code == stopreasons.WorkerRateLimited {
+		wait = max(reset.Sub(now), 0)
+	}
+	if p.MaxWait > 0 && wait > p.MaxWait {
+		wait = p.MaxWait
+	}
+	return wait, true
+}
+
+// ResetAt is the rate limit's reset time the agent reported, from the stop's
+// details (reset_at, RFC 3339).
+func ResetAt(st *state.State) (time.Time, bool) {
+	if st.StopReason == nil {
+		return time.Time{}, false
+	}
+	s, ok := st.StopReason.Details["reset_at"].(string)
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	return t, err == nil
+}
+
+// RecordAuto notes one automatic resume in the state: its time, the stop it
+// resumes from, and how long runr waited.
+func RecordAuto(st *state.State, at time.Time, wait time.Duration) {
+	var code stopreasons.Code
+	if st.StopReason != nil {
+		code = st.StopReason.Code
+	}
+	st.AutoResume.Count++
+	st.AutoResume.History = append(st.AutoResume.History, state.AutoResumeRecord{At: at.UTC(), Reason: code, WaitMS: wait.Milliseconds()})
+}
+
+// Interrupt records a stop that happened while no supervisor ran the run:
+// a signal during the auto-resume wait. The run keeps its resume_from.
+func Interrupt(st *state.State, code stopreasons.Code, message string, at time.Time) {
+	approved := 0
+	for _, m := range st.Milestones {
+		if m.Status == state.MilestoneApproved {
+			approved++
+		}
+	}
+	r := state.NewStopReason(code, approved, message)
+	r.Condition = "signal"
+	if idx := st.MilestoneIndex; idx >= 0 && idx < len(st.Milestones) {
+		r.Details = map[string]any{"milestone": idx + 1, "milestone_goal": st.Milestones[idx].Goal}
+	}
+	at = at.UTC()
+	st.StopReason = r
+	st.RunStatus = stopreasons.RunStatus(code)
+	st.StoppedAt = &at
+	st.Resumable = true
+}

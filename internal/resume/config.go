@@ -1,0 +1,105 @@
+package resume
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// RecordedConfig reads config.json, the resolved settings a run started
+// with; nil when the run has none.
+func RecordedConfig(runDir string) (map[string]any, error) {
+	path := filepath.Join(runDir, "config.json")
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, stopreasons.Wrap(stopreasons.StateCorrupt, err, "cannot read the run's recorded config %s", path)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, stopreasons.Wrap(stopreasons.StateCorrupt, err, "the run's recorded config %s is not valid JSON (left untouched)", path)
+	}
+	return raw, nil
+}
+
+// LoadConfig resolves the settings of a resumed run. A run keeps the
+// settings it started with (recorded, from config.json), including those
+// it got from flags, which a resume does not repeat; on top come the keys
+// that runr.yaml and RUNR_* now set to something other than the default.
+// budget.* and resume.* always come from the current settings: a resume
+// grants budget through its own flags, and the retry policy may change.
+//
+// changed lists the other keys whose value now differs from the recorded
+// one: a config changed since the run started. A key that the file once
+// set and now no longer sets keeps its recorded value and is not reported,
+// since it cannot be told apart from a key set by a flag.
+func LoadConfig(recorded map[string]any, opts config.LoadOptions) (cfg *config.Config, changed []string, err error) {
+	opts.Overrides = nil
+	cur, err := config.Load(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if recorded == nil {
+		return cur, nil, nil
+	}
+	def, err := config.Load(config.LoadOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	var overrides []config.Override
+	for _, key := range config.Keys() {
+		rv, recordedHas := lookup(recorded, key)
+		cv, _ := lookup(cur.Raw, key)
+		dv, _ := lookup(def.Raw, key)
+		policy := strings.HasPrefix(key, "budget.") || strings.HasPrefix(key, "resume.")
+		switch {
+		case policy || !recordedHas:
+			continue // the current value stands
+		case !same(cv, dv):
+			if !same(cv, rv) {
+				changed = append(changed, key)
+			}
+			continue
+		}
+		overrides = append(overrides, config.Override{Key: key, Value: rv, Source: "config.json " + key})
+	}
+	opts.Overrides = overrides
+	cfg, err = config.Load(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, changed, nil
+}
+
+// lookup finds a dotted key in nested settings.
+func lookup(m map[string]any, key string) (any, bool) {
+	var cur any = m
+	for _, part := range strings.Split(key, ".") {
+		mm, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = mm[part]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// same compares two settings by their JSON form, so that an int read from
+// YAML equals the float64 read back from config.json, and an empty list
+// equals a missing one.
+func same(a, b any) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	empty := func(j []byte) bool { s := string(j); return s == "null" || s == "[]" }
+	return string(ja) == string(jb) || empty(ja) && empty(jb)
+}

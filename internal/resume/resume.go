@@ -1,0 +1,420 @@
+// Package resume plans the continuation of a stopped or crashed run and
+// holds the auto-resume policy (DESIGN §7). It promises that a run is only
+// continued by the process that holds its lock, that a state.json it cannot
+// read is never touched, that budgets are cumulative over every invocation
+// (a resume grants more, it never starts afresh), and that what a resume
+// resets is exactly the current milestone's retries and the streak counters.
+package resume
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/state"
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// Grant is the budget a resume adds on top of what the run has used: the
+// flags --time, --max-ticks, --max-iterations and --max-cost. Zero grants
+// nothing of that kind.
+type Grant struct {
+	Time          time.Duration
+	MaxTicks      int
+	MaxIterations int
+	MaxCostUSD    float64
+}
+
+// Request is what a person asked of `runr resume`.
+type Request struct {
+	Ref   string // a run id or "latest"
+	Grant Grant
+	// AllowDeps and ForceParallel are added to the run's flags.
+	AllowDeps, ForceParallel bool
+	// Force continues even though the config changed since the run started.
+	Force bool
+	// DryRun (--plan) takes no lock and changes nothing.
+	DryRun bool
+	// Config says where the current settings come from: runr.yaml (or
+	// --config) and RUNR_* variables.
+	Config config.LoadOptions
+	// RunrVersion and GitHead describe the environment now, to warn when it
+	// differs from the run's fingerprint; "" skips that comparison.
+	RunrVersion, GitHead string
+}
+
+// Plan is a resume ready to go: the state to hand to the supervisor's
+// Continue, the settings to run with, and what the resume will do.
+type Plan struct {
+	RunID string
+	State *state.State
+	// Config is the run's recorded config with the current runr.yaml and
+	// RUNR_* values on top (see LoadConfig).
+	Config *config.Config
+	// Lock is the run's lock, held for the caller (nil for a dry run or a
+	// completed run); hand it to the supervisor, or release it.
+	Lock *state.Lock
+	// Completed says the run already completed: there is nothing to resume.
+	Completed bool
+	// Crashed says the run's state says running while no process held it:
+	// recover it (stop its recorded agent group) before continuing.
+	Crashed bool
+	From    state.ResumeFrom
+	// Remaining is the budget left after the grant.
+	Remaining Remaining
+	// Granted describes each grant, e.g. "--time 5m: time budget 10m → 15m".
+	Granted []string
+	// Resets describes what the resume resets, e.g. "same_error 3 → 0".
+	Resets []string
+	// ChangedKeys are the config keys whose value differs from the run's
+	// recorded config (only with Force, or in a dry run).
+	ChangedKeys []string
+	// Warnings are for stderr: a changed git HEAD or runr version.
+	Warnings []string
+}
+
+// Remaining is the budget a resumed run may still use; a nil limit is off.
+type Remaining struct {
+	Time       *time.Duration
+	Ticks      *int
+	Iterations *int
+	CostUSD    *float64
+	Tokens     *int64
+}
+
+// Release gives up the plan's lock, when the caller does not go on.
+func (p *Plan) Release() {
+	if p != nil && p.Lock != nil {
+		p.Lock.Release()
+		p.Lock = nil
+	}
+}
+
+// Open loads the run named by req.Ref and plans its resume. Unless
+// req.DryRun it takes the run's lock first (run_locked when a live process
+// holds it) and reads state.json under that lock, so no other runr can
+// start on the run in between; on error the lock is released. A completed
+// run gives a plan with Completed set and no lock.
+func Open(store *state.Store, req Request) (*Plan, error) {
+	id, err := store.Resolve(req.Ref)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Load(id)
+	if err != nil {
+		return nil, err
+	}
+	if st.RunStatus == stopreasons.RunCompleted {
+		return &Plan{RunID: id, State: st, Completed: true}, nil
+	}
+	var lock *state.Lock
+	if req.DryRun {
+		if live, info, err := store.Locked(id); err != nil {
+			return nil, err
+		} else if live {
+			return nil, stopreasons.Errorf(stopreasons.RunLocked,
+				"run %s is live (runr process %d): it cannot be resumed while it runs; wait for it or stop it with `runr stop %s`", id, info.PID, id)
+		}
+	} else {
+		if lock, err = store.Acquire(id); err != nil {
+			return nil, err
+		}
+		// Read again under the lock: the holder that just let go may
+		// have written its final state after the first read.
+		if st, err = store.Load(id); err != nil {
+			lock.Release()
+			return nil, err
+		}
+		if st.RunStatus == stopreasons.RunCompleted {
+			lock.Release()
+			return &Plan{RunID: id, State: st, Completed: true}, nil
+		}
+	}
+	plan, err := planWith(store, st, req)
+	if err != nil {
+		if lock != nil {
+			lock.Release()
+		}
+		return nil, err
+	}
+	if lock != nil && len(plan.ChangedKeys) > 0 {
+		// --force: the run goes on with the new settings, so they become
+		// its record, and the next resume compares against them.
+		if err := store.WriteJSON(id, "config.json", plan.Config.Raw); err != nil {
+			lock.Release()
+			return nil, err
+		}
+	}
+	plan.Lock = lock
+	return plan, nil
+}
+
+func planWith(store *state.Store, st *state.State, req Request) (*Plan, error) {
+	// No process holds the run now (we hold its lock, or a dry run found it
+	// free), so a state that says running was left by a runr that died.
+	crashed := st.RunStatus == stopreasons.RunRunning
+	recorded, err := RecordedConfig(store.RunDir(st.RunID))
+	if err != nil {
+		return nil, err
+	}
+	cfg, changed, err := LoadConfig(recorded, req.Config)
+	if err != nil {
+		return nil, err
+	}
+	if recorded == nil && st.Fingerprint.ConfigHash != "" && cfg.Hash() != st.Fingerprint.ConfigHash {
+		changed = []string{"(the run's config.json is missing; the settings differ from the run's config hash)"}
+	}
+	if len(changed) > 0 && !req.Force && !req.DryRun {
+		return nil, stopreasons.Errorf(stopreasons.UsageError,
+			"the config changed since run %s started (%s); restore the old settings, or continue with the new ones: runr resume %s --force",
+			st.RunID, strings.Join(changed, ", "), st.RunID)
+	}
+	plan, err := Prepare(st, cfg, req, crashed)
+	if err != nil {
+		return nil, err
+	}
+	plan.ChangedKeys = changed
+	if len(changed) > 0 {
+		st.Fingerprint.ConfigHash = cfg.Hash()
+	}
+	return plan, nil
+}
+
+// Prepare plans the resume of st with cfg and changes st accordingly: it
+// grants the requested budget, adds the requested flags, resets the current
+// milestone's retries and the streak counters, and sets resume_from. A run
+// with a budget used up and nothing granted of it is refused with
+// usage_error, naming the flag to add. crashed marks a run whose runr died:
+// it continues at its current milestone and phase.
+func Prepare(st *state.State, cfg *config.Config, req Request, crashed bool) (*Plan, error) {
+	if len(st.Milestones) == 0 {
+		return nil, stopreasons.Errorf(stopreasons.StateCorrupt, "run %s has no milestones in its state.json; it cannot be resumed", st.RunID)
+	}
+	p := &Plan{RunID: st.RunID, State: st, Config: cfg, Crashed: crashed}
+	if err := grant(st, cfg, req.Grant, p); err != nil {
+		return nil, err
+	}
+	if req.AllowDeps && !st.Flags.AllowDeps {
+		st.Flags.AllowDeps = true
+		p.Granted = append(p.Granted, "--allow-deps: lockfile changes allowed")
+	}
+	if req.ForceParallel && !st.Flags.ForceParallel {
+		st.Flags.ForceParallel = true
+		p.Granted = append(p.Granted, "--force-parallel: overlapping live runs allowed")
+	}
+
+	from := resumeFrom(st, crashed)
+	st.ResumeFrom = &from
+	p.From = from
+	if crashed {
+		// The attempt the dead runr was in has no outcome; it counts as
+		// stopped, like one cut short by a signal.
+		for i := range st.Milestones {
+			for j := range st.Milestones[i].Attempts {
+				if st.Milestones[i].Attempts[j].Outcome == "" {
+					st.Milestones[i].Attempts[j].Outcome = state.OutcomeStopped
+				}
+			}
+		}
+	}
+	p.Resets = reset(st, from.Milestone-1)
+	p.Remaining = remaining(st)
+	p.Warnings = fingerprintWarnings(st, req)
+	return p, nil
+}
+
+// resumeFrom is where the run continues: the stop recorded it; a crashed
+// run continues at the milestone and phase it was in.
+func resumeFrom(st *state.State, crashed bool) state.ResumeFrom {
+	var from state.ResumeFrom
+	if st.ResumeFrom != nil && !crashed {
+		from = *st.ResumeFrom
+	} else {
+		from = state.ResumeFrom{Milestone: st.MilestoneIndex + 1, Phase: st.Phase}
+	}
+	switch {
+	case from.Milestone > len(st.Milestones):
+		from = state.ResumeFrom{Milestone: len(st.Milestones), Phase: state.PhaseFinalize}
+	case from.Milestone < 1:
+		from.Milestone = 1
+	}
+	switch from.Phase {
+	case state.PhaseImplement, state.PhaseVerify, state.PhaseReview, state.PhaseCheckpoint, state.PhaseFinalize:
+	default:
+		from.Phase = state.PhaseImplement
+	}
+	return from
+}
+
+// reset clears what a resume resets (DESIGN §7) and describes it: resuming
+// is a person's decision to try again, so the current milestone gets fresh
+// retries and the streaks start over; totals carry on.
+func reset(st *state.State, idx int) []string {
+	var out []string
+	note := func(name string, v *int) {
+		if *v != 0 {
+			out = append(out, fmt.Sprintf("%s %d → 0", name, *v))
+			*v = 0
+		}
+	}
+	if idx >= 0 && idx < len(st.Milestones) {
+		m := &st.Milestones[idx]
+		note(fmt.Sprintf("milestone %d retries", idx+1), &m.Retries)
+		note(fmt.Sprintf("milestone %d review rounds", idx+1), &m.ReviewRounds)
+		if len(m.Edges) > 0 {
+			out = append(out, fmt.Sprintf("milestone %d loop edges cleared", idx+1))
+			m.Edges = nil
+		}
+	}
+	c := &st.Counters
+	note("same_error", &c.SameError)
+	note("noop", &c.Noop)
+	note("no_progress", &c.NoProgress)
+	note("consecutive_fails", &c.ConsecutiveFails)
+	note("test_failure_streak", &c.TestFailStreak)
+	if len(c.Edges) > 0 {
+		out = append(out, "loop edges cleared")
+	}
+	c.Edges = map[string]int{}
+	st.ReviewNotesHash = ""
+	st.Statistics.ConsecutiveFails = 0
+	return out
+}
+
+// grant adds the requested budget, and refuses when a budget is used up
+// and nothing of it was granted. A grant gives that much more from where
+// the run stands, so a run that overshot its time still gets the full grant.
+func grant(st *state.State, cfg *config.Config, g Grant, p *Plan) error {
+	b := &st.Budget
+	id := st.RunID
+	if g.Time > 0 {
+		before := b.TimeMS
+		b.TimeMS = max(b.TimeMS, st.ElapsedMS) + g.Time.Milliseconds()
+		p.Granted = append(p.Granted, fmt.Sprintf("--time %s: time budget %s → %s", short(g.Time), msText(before), msText(b.TimeMS)))
+	} else if b.TimeMS > 0 && st.ElapsedMS >= b.TimeMS {
+		return spent(id, fmt.Sprintf("the time budget is used up (%s of %s)", msText(st.ElapsedMS), msText(b.TimeMS)),
+			"--time "+short(orDefault(cfg.Budget.Time, 30*time.Minute)))
+	}
+	if g.MaxTicks > 0 {
+		before := b.MaxTicks
+		b.MaxTicks = max(b.MaxTicks, st.Tick) + g.MaxTicks
+		p.Granted = append(p.Granted, fmt.Sprintf("--max-ticks %d: max_ticks %d → %d", g.MaxTicks, before, b.MaxTicks))
+	} else if b.MaxTicks > 0 && st.Tick >= b.MaxTicks {
+		return spent(id, fmt.Sprintf("the tick budget is used up (%d of %d ticks)", st.Tick, b.MaxTicks),
+			"--max-ticks "+strconv.Itoa(orDefault(cfg.Budget.MaxTicks, b.MaxTicks)))
+	}
+	if g.MaxIterations > 0 {
+		before := b.MaxIterations
+		b.MaxIterations = max(b.MaxIterations, st.Iteration) + g.MaxIterations
+		p.Granted = append(p.Granted, fmt.Sprintf("--max-iterations %d: max_iterations %d → %d", g.MaxIterations, before, b.MaxIterations))
+	} else if b.MaxIterations > 0 && st.Iteration >= b.MaxIterations {
+		return spent(id, fmt.Sprintf("the iteration budget is used up (%d of %d agent calls)", st.Iteration, b.MaxIterations),
+			"--max-iterations "+strconv.Itoa(orDefault(cfg.Budget.MaxIterations, b.MaxIterations)))
+	}
+	if g.MaxCostUSD > 0 {
+		before := b.MaxCostUSD
+		b.MaxCostUSD = math.Max(b.MaxCostUSD, st.Usage.CostUSD) + g.MaxCostUSD
+		p.Granted = append(p.Granted, fmt.Sprintf("--max-cost %s: max_cost_usd $%.2f → $%.2f", money(g.MaxCostUSD), before, b.MaxCostUSD))
+	} else if b.MaxCostUSD > 0 && st.Usage.CostUSD >= b.MaxCostUSD {
+		return spent(id, fmt.Sprintf("the cost budget is used up ($%.2f of $%.2f)", st.Usage.CostUSD, b.MaxCostUSD),
+			"--max-cost "+money(orDefault(cfg.Budget.MaxCostUSD, b.MaxCostUSD)))
+	}
+	// Tokens have no flag: a larger budget.max_tokens in runr.yaml raises it
+	// (budget.* does not count as a config change).
+	if cfg.Budget.MaxTokens > b.MaxTokens {
+		p.Granted = append(p.Granted, fmt.Sprintf("budget.max_tokens %d → %d", b.MaxTokens, cfg.Budget.MaxTokens))
+		b.MaxTokens = cfg.Budget.MaxTokens
+	}
+	if used := st.Usage.InputTokens + st.Usage.OutputTokens; b.MaxTokens > 0 && used >= b.MaxTokens {
+		return stopreasons.Errorf(stopreasons.UsageError,
+			"run %s cannot continue: the token budget is used up (%d of %d tokens); there is no flag for tokens: raise budget.max_tokens in runr.yaml, then run `runr resume %s`",
+			id, used, b.MaxTokens, id)
+	}
+	return nil
+}
+
+func spent(id, what, flag string) error {
+	return stopreasons.Errorf(stopreasons.UsageError,
+		"run %s cannot continue: %s; grant more with: runr resume %s %s", id, what, id, flag)
+}
+
+func orDefault[T int | float64 | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+func remaining(st *state.State) Remaining {
+	var r Remaining
+	b := st.Budget
+	if b.TimeMS > 0 {
+		d := time.Duration(max(b.TimeMS-st.ElapsedMS, 0)) * time.Millisecond
+		r.Time = &d
+	}
+	if b.MaxTicks > 0 {
+		n := max(b.MaxTicks-st.Tick, 0)
+		r.Ticks = &n
+	}
+	if b.MaxIterations > 0 {
+		n := max(b.MaxIterations-st.Iteration, 0)
+		r.Iterations = &n
+	}
+	if b.MaxCostUSD > 0 {
+		c := math.Max(b.MaxCostUSD-st.Usage.CostUSD, 0)
+		r.CostUSD = &c
+	}
+	if b.MaxTokens > 0 {
+		n := max(b.MaxTokens-st.Usage.InputTokens-st.Usage.OutputTokens, 0)
+		r.Tokens = &n
+	}
+	return r
+}
+
+// fingerprintWarnings compares the environment now with the one the run
+// started in. HEAD moved by the run's own checkpoint commits is expected.
+func fingerprintWarnings(st *state.State, req Request) []string {
+	var out []string
+	fp := st.Fingerprint
+	if req.GitHead != "" && fp.GitHead != "" && req.GitHead != fp.GitHead {
+		own := slices.ContainsFunc(st.Milestones, func(m state.Milestone) bool { return m.Commit == req.GitHead })
+		if !own {
+			out = append(out, fmt.Sprintf("git HEAD moved since run %s started (%s → %s): the agent continues on the new HEAD", st.RunID, abbrev(fp.GitHead), abbrev(req.GitHead)))
+		}
+	}
+	if req.RunrVersion != "" && fp.RunrVersion != "" && req.RunrVersion != fp.RunrVersion {
+		out = append(out, fmt.Sprintf("run %s was started by runr %s; this is runr %s", st.RunID, fp.RunrVersion, req.RunrVersion))
+	}
+	return out
+}
+
+func abbrev(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+// short writes a duration as a person types it: 30m, 1h30m, 90s.
+func short(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+func msText(ms int64) string {
+	return short((time.Duration(ms) * time.Millisecond).Round(time.Second))
+}
+
+func money(f float64) string {
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
