@@ -58,7 +58,9 @@ func TestPrepareGrantsAndRefusals(t *testing.T) {
 	}{
 		{name: "no time left, nothing granted", wantErr: "runr resume 20260101T000000Z-abcdef --time 30m"},
 		{name: "time granted on top of what was used", grant: Grant{Time: 5 * time.Minute},
-			check: func(t *testing.T, st *state.State) { assert.Equal(t, (15 * time.Minute).Milliseconds(), st.Budget.TimeMS) }},
+			check: func(t *testing.T, st *state.State) {
+				assert.Equal(t, (15 * time.Minute).Milliseconds(), st.Budget.TimeMS)
+			}},
 		{name: "an overshoot does not eat the grant", grant: Grant{Time: time.Minute},
 			mod: func(st *state.State) { st.ElapsedMS += 30_000 },
 			check: func(t *testing.T, st *state.State) {
