@@ -107,6 +107,71 @@ func CommittedSince(ctx context.Context, dir, startHead string) ([]string, error
 	return paths, nil
 }
 
+// CommittedChanges returns, sorted, the paths that the commits made since
+// since (as for CommittedSince) changed with respect to base: a path dirty at
+// the start that a commit took along with the content base recorded for it
+// (an agent's `git add --all` sweeping up the user's own work) is not a
+// change made since the baseline, and is left out.
+func CommittedChanges(ctx context.Context, dir, since string, base Baseline) ([]string, error) {
+	paths, err := CommittedSince(ctx, dir, since)
+	if err != nil || len(paths) == 0 {
+		return paths, err
+	}
+	var dirtyAtStart []string
+	for _, p := range paths {
+		if _, ok := base[p]; ok {
+			dirtyAtStart = append(dirtyAtStart, p)
+		}
+	}
+	if len(dirtyAtStart) == 0 {
+		return paths, nil
+	}
+	committed, err := headBlobs(ctx, dir, dirtyAtStart)
+	if err != nil {
+		return nil, err
+	}
+	var changed []string
+	for _, p := range paths {
+		was, ok := base[p]
+		now, inHead := committed[p]
+		if !inHead {
+			now = DeletedHash
+		}
+		if ok && was == now {
+			continue
+		}
+		changed = append(changed, p)
+	}
+	return changed, nil
+}
+
+// headBlobs returns the blob id at HEAD of each of paths that HEAD holds as
+// a regular file; symlinks and submodules are left out, so they never equal
+// a baseline's marker for them and count as changed.
+func headBlobs(ctx context.Context, dir string, paths []string) (map[string]string, error) {
+	args := []string{"ls-tree", "-r", "-z", "--full-tree", "HEAD", "--"}
+	for _, p := range paths {
+		args = append(args, ":(top,literal)"+p)
+	}
+	out, err := git(ctx, dir, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read the committed files in %s: %w", dir, err)
+	}
+	blobs := make(map[string]string, len(paths))
+	for _, rec := range bytes.Split(out, []byte{0}) {
+		// "<mode> <type> <object>\t<path>"
+		meta, path, ok := bytes.Cut(rec, []byte{'\t'})
+		if !ok {
+			continue
+		}
+		f := strings.Fields(string(meta))
+		if len(f) == 3 && f[1] == "blob" && f[0] != "120000" {
+			blobs[string(path)] = f[2]
+		}
+	}
+	return blobs, nil
+}
+
 // hashPaths hashes the current content of each path (relative to top).
 // Regular files are hashed by git in one batch; other kinds get a marker that
 // changes when what they are changes.

@@ -146,3 +146,39 @@ func keys(b Baseline) []string {
 	}
 	return out
 }
+
+func TestCommittedChangesLeavesOutUntouchedStartWork(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := newRepo(t, true)
+	commitFiles(t, dir, map[string]string{"notes.txt": "v1\n", "edited.txt": "v1\n", "gone.txt": "g\n"})
+	start, err := Head(ctx, dir)
+	require.NoError(t, err)
+
+	// The user's own uncommitted work, allowed with --allow-dirty.
+	writeFile(t, dir, "notes.txt", "v2 by the user\n")
+	writeFile(t, dir, "edited.txt", "v2 by the user\n")
+	writeFile(t, dir, "TASK.md", "- [ ] task\n")
+	writeFile(t, dir, "odd\nname*.txt", "by the user\n")
+	require.NoError(t, os.Remove(filepath.Join(dir, "gone.txt")))
+	base, err := TakeBaseline(ctx, dir)
+	require.NoError(t, err)
+
+	// The agent edits one of them and commits everything, the user's work too.
+	writeFile(t, dir, "edited.txt", "v3 by the agent\n")
+	writeFile(t, dir, "src/new.go", "package src\n")
+	gitT(t, dir, "add", "--all")
+	gitT(t, dir, "commit", "--quiet", "-m", "agent")
+
+	all, err := CommittedSince(ctx, dir, start)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"TASK.md", "edited.txt", "gone.txt", "notes.txt", "odd\nname*.txt", "src/new.go"}, all)
+	changed, err := CommittedChanges(ctx, dir, start, base)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"edited.txt", "src/new.go"}, changed,
+		"only what differs from the start: the user's untouched files, a deletion included, are not the agent's")
+
+	none, err := CommittedChanges(ctx, dir, gitT(t, dir, "rev-parse", "HEAD"), base)
+	require.NoError(t, err)
+	assert.Empty(t, none, "nothing committed since the given commit")
+}

@@ -68,6 +68,7 @@ type State struct {
 	TreeHash           string            `json:"tree_hash,omitempty"`
 	StartChanges       []string          `json:"start_changes,omitempty"`     // paths dirty before the run (allowed with --allow-dirty, or the task/config files)
 	Baseline           map[string]string `json:"baseline,omitempty"`          // content hash of each path dirty before the run: guards judge only later changes
+	GuardHead          string            `json:"guard_head,omitempty"`        // commits after it are judged by the guards: HEAD at start, then runr's last checkpoint commit ("" without commits)
 	ReviewNotesHash    string            `json:"review_notes_hash,omitempty"` // the last review's notes, to see the same request twice
 	StartFiles         []string          `json:"start_files,omitempty"`       // paths watched by file_created that existed at start
 	Verify             []CheckResult     `json:"verify,omitempty"`            // the last verify, one per command

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -247,7 +248,7 @@ func (s *Supervisor) afterImplement(ctx context.Context) *stop {
 		st.Counters.Noop++
 	}
 	st.TreeHash = hash
-	changed, err := guard.ChangedSince(ctx, s.dir, guard.Baseline(st.Baseline))
+	changed, committed, err := s.agentChanges(ctx)
 	if err != nil {
 		return internalStop(err)
 	}
@@ -256,7 +257,7 @@ func (s *Supervisor) afterImplement(ctx context.Context) *stop {
 		return &stop{code: stopreasons.ConfigInvalid, message: err.Error()}
 	}
 	if len(violations) > 0 {
-		var files, rules []string
+		var files, rules, named, ruleNames []string
 		for _, v := range violations {
 			files = append(files, v.Path)
 			r := v.Rule
@@ -264,21 +265,70 @@ func (s *Supervisor) afterImplement(ctx context.Context) *stop {
 				r += " " + v.Pattern
 			}
 			rules = append(rules, r)
+			if !slices.Contains(ruleNames, v.Rule) {
+				ruleNames = append(ruleNames, v.Rule)
+			}
+			named = append(named, fmt.Sprintf("%q (%s%s)", v.Path, r, committedNote(committed, v.Path)))
 		}
-		s.event("guard", map[string]any{"rule": "scope", "files": files})
-		return &stop{code: stopreasons.GuardViolation, condition: violations[0].Rule,
-			message: fmt.Sprintf("%d changed file(s) outside the scope: %s", len(files), strings.Join(files, ", ")),
-			details: map[string]any{"files": files, "rules": rules}}
+		s.event("guard", map[string]any{"rule": "scope", "files": files, "rules": rules})
+		return &stop{code: stopreasons.GuardViolation, condition: strings.Join(ruleNames, ", "),
+			message: fmt.Sprintf("%d changed file(s) outside the scope: %s", len(files), strings.Join(named, ", ")),
+			details: map[string]any{"files": files, "rules": rules, "committed": onlyIn(committed, files)}}
 	}
 	if !st.Flags.AllowDeps {
 		if locks := guard.CheckLockfiles(changed, s.cfg.Scope.Lockfiles); len(locks) > 0 {
+			var rules, named []string
+			for _, l := range locks {
+				rules = append(rules, "scope.lockfiles")
+				named = append(named, fmt.Sprintf("%q%s", l, committedNote(committed, l)))
+			}
 			s.event("guard", map[string]any{"rule": "lockfiles", "files": locks})
 			return &stop{code: stopreasons.LockfileViolation, condition: "scope.lockfiles",
-				message: fmt.Sprintf("lockfile(s) changed without --allow-deps: %s", strings.Join(locks, ", ")),
-				details: map[string]any{"files": locks}}
+				message: fmt.Sprintf("lockfile(s) changed without --allow-deps: %s", strings.Join(named, ", ")),
+				details: map[string]any{"files": locks, "rules": rules, "committed": onlyIn(committed, locks)}}
 		}
 	}
 	return nil
+}
+
+// agentChanges returns, sorted, every path the agent changed since the run
+// started: in the working tree, and in commits it made itself, which leave
+// git status and so escape the baseline. The second list is the committed
+// ones. Commits up to GuardHead (runr's own checkpoints) were judged before.
+func (s *Supervisor) agentChanges(ctx context.Context) (all, committed []string, err error) {
+	base := guard.Baseline(s.st.Baseline)
+	changed, err := guard.ChangedSince(ctx, s.dir, base)
+	if err != nil {
+		return nil, nil, err
+	}
+	committed, err = guard.CommittedChanges(ctx, s.dir, s.st.GuardHead, base)
+	if err != nil {
+		return nil, nil, err
+	}
+	all = append(changed, committed...)
+	slices.Sort(all)
+	return slices.Compact(all), committed, nil
+}
+
+// committedNote marks a path the agent committed itself, since undoing that
+// takes more than a stash.
+func committedNote(committed []string, p string) string {
+	if slices.Contains(committed, p) {
+		return ", committed"
+	}
+	return ""
+}
+
+// onlyIn returns the elements of list that are also in of, never nil, so
+// the stop's details always carry the key.
+func onlyIn(list, of []string) []string {
+	out := []string{}
+	for _, p := range list {
+		if slices.Contains(of, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // judgeAgent turns the adapter's result into the attempt's outcome or a stop.
@@ -468,15 +518,20 @@ func (s *Supervisor) checkpoint(ctx context.Context) *stop {
 	st.Counters.ConsecutiveFails = 0
 	if s.cfg.Checkpoint.Commit || st.Flags.Worktree {
 		msg := fmt.Sprintf("runr %s: milestone %d/%d: %s", st.RunID, st.MilestoneIndex+1, len(st.Milestones), m.Goal)
-		sha, err := guard.CommitAll(ctx, s.dir, msg, s.ownFiles())
+		exclude, err := s.untouchedFiles(ctx)
+		if err != nil {
+			return internalStop(err)
+		}
+		sha, err := guard.CommitAll(ctx, s.dir, msg, exclude)
 		if err != nil {
 			return internalStop(err)
 		}
 		m.Commit = sha
 		if sha != "" {
-			// Committed changes no longer show in git status: the guards'
-			// baseline stays as it was, which is right, since only later
-			// changes are judged.
+			// What the commit holds was judged after implement; later
+			// guards judge only commits after it. The baseline stays: the
+			// user's files it records were left out of the commit.
+			st.GuardHead = sha
 			s.event("checkpoint_commit", map[string]any{"sha": sha, "milestone": st.MilestoneIndex + 1})
 		}
 	}
@@ -485,7 +540,29 @@ func (s *Supervisor) checkpoint(ctx context.Context) *stop {
 	return nil
 }
 
-// ownFiles are the user's files a checkpoint commit leaves alone.
+// untouchedFiles are the user's files a checkpoint commit leaves alone: the
+// task and config files, and whatever was dirty before the run (with
+// --allow-dirty) that the agent has not changed since.
+func (s *Supervisor) untouchedFiles(ctx context.Context) ([]string, error) {
+	out := s.ownFiles()
+	if len(s.st.Baseline) == 0 {
+		return out, nil
+	}
+	changed, err := guard.ChangedSince(ctx, s.dir, guard.Baseline(s.st.Baseline))
+	if err != nil {
+		return nil, err
+	}
+	for p := range s.st.Baseline {
+		if !slices.Contains(changed, p) && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// ownFiles are the task and config files, which a checkpoint commit never
+// takes.
 func (s *Supervisor) ownFiles() []string {
 	var out []string
 	if s.o.TaskFile != "" {

@@ -266,11 +266,15 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 		s.dir = wt
 		s.event("worktree_created", map[string]any{"path": wt, "branch": branch})
 	}
+	head, err := guard.Head(ctx, s.dir)
+	if err != nil {
+		return internalStop(err)
+	}
 	base, err := guard.TakeBaseline(ctx, s.dir)
 	if err != nil {
 		return internalStop(err)
 	}
-	st.Baseline = base
+	st.Baseline, st.GuardHead = base, head
 	for p := range base {
 		st.StartChanges = append(st.StartChanges, p)
 	}
@@ -281,7 +285,6 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 	if stop := s.claim(ctx); stop != nil {
 		return stop
 	}
-	head, _ := guard.Head(ctx, s.dir)
 	st.Fingerprint = state.Fingerprint{
 		RunrVersion: s.o.Version,
 		AgentPath:   s.program,
