@@ -112,6 +112,11 @@ type Adapter interface {
 	VersionArgs() []string
 	// CredentialEnv names the environment variables that carry credentials.
 	CredentialEnv() []string
+	// ReportsCost says whether the CLI reports the cost in USD of every call;
+	// without it runr can only estimate cost from tokens and agent.price.
+	ReportsCost() bool
+	// ReportsTokens says whether the CLI reports the tokens of a call.
+	ReportsTokens() bool
 }
 
 // Parser reads one call's stdout as it streams.

@@ -12,7 +12,12 @@ import (
 // 0 even when the LLM call failed, so its parser reads the error lines.
 type aiderAdapter struct{}
 
-func (aiderAdapter) Kind() string                 { return "aider" }
+func (aiderAdapter) Kind() string { return "aider" }
+
+// aider prints a cost only for models whose price it knows, so a cost budget
+// cannot rely on it.
+func (aiderAdapter) ReportsCost() bool            { return false }
+func (aiderAdapter) ReportsTokens() bool          { return true }
 func (aiderAdapter) Program(Request) string       { return "aider" }
 func (aiderAdapter) VersionArgs() []string        { return []string{"--version"} }
 func (aiderAdapter) NewParser(req Request) Parser { return newAiderParser(req) }

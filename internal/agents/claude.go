@@ -14,6 +14,8 @@ import (
 type claudeAdapter struct{}
 
 func (claudeAdapter) Kind() string                 { return "claude" }
+func (claudeAdapter) ReportsCost() bool            { return true }
+func (claudeAdapter) ReportsTokens() bool          { return true }
 func (claudeAdapter) Program(Request) string       { return "claude" }
 func (claudeAdapter) VersionArgs() []string        { return []string{"--version"} }
 func (claudeAdapter) NewParser(req Request) Parser { return &claudeParser{req: req} }

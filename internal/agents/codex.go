@@ -22,6 +22,8 @@ func fitsInArgv(prompt string) bool {
 type codexAdapter struct{}
 
 func (codexAdapter) Kind() string                 { return "codex" }
+func (codexAdapter) ReportsCost() bool            { return false }
+func (codexAdapter) ReportsTokens() bool          { return true }
 func (codexAdapter) Program(Request) string       { return "codex" }
 func (codexAdapter) VersionArgs() []string        { return []string{"--version"} }
 func (codexAdapter) CredentialEnv() []string      { return []string{"OPENAI_API_KEY", "CODEX_API_KEY"} }

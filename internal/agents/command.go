@@ -18,6 +18,8 @@ const (
 type commandAdapter struct{}
 
 func (commandAdapter) Kind() string            { return "command" }
+func (commandAdapter) ReportsCost() bool       { return false }
+func (commandAdapter) ReportsTokens() bool     { return false }
 func (commandAdapter) VersionArgs() []string   { return nil }
 func (commandAdapter) CredentialEnv() []string { return nil }
 

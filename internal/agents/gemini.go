@@ -10,6 +10,8 @@ import (
 type geminiAdapter struct{}
 
 func (geminiAdapter) Kind() string                 { return "gemini" }
+func (geminiAdapter) ReportsCost() bool            { return false }
+func (geminiAdapter) ReportsTokens() bool          { return true }
 func (geminiAdapter) Program(Request) string       { return "gemini" }
 func (geminiAdapter) VersionArgs() []string        { return []string{"--version"} }
 func (geminiAdapter) NewParser(req Request) Parser { return &geminiParser{req: req} }

@@ -11,6 +11,8 @@ import (
 type opencodeAdapter struct{}
 
 func (opencodeAdapter) Kind() string                 { return "opencode" }
+func (opencodeAdapter) ReportsCost() bool            { return true }
+func (opencodeAdapter) ReportsTokens() bool          { return true }
 func (opencodeAdapter) Program(Request) string       { return "opencode" }
 func (opencodeAdapter) VersionArgs() []string        { return []string{"--version"} }
 func (opencodeAdapter) NewParser(req Request) Parser { return &opencodeParser{req: req} }

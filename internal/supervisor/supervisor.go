@@ -297,13 +297,19 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 	return nil
 }
 
-// prepareAgent finds the adapter and the agent program.
+// prepareAgent finds the adapter and the agent program, and refuses what
+// the agent cannot do: a budget it gives no figures for, claude as root
+// without IS_SANDBOX.
 func (s *Supervisor) prepareAgent() *stop {
 	a, err := agents.Lookup(s.cfg.Agent.Kind)
 	if err != nil {
 		return &stop{code: stopreasons.CodeOf(err), message: err.Error()}
 	}
 	s.adapter = a
+	b, price := s.st.Budget, s.cfg.Agent.Price
+	if err := agents.BudgetProblem(a, b.MaxCostUSD, b.MaxTokens, price.InputPerMTok > 0 || price.OutputPerMTok > 0); err != nil {
+		return &stop{code: stopreasons.CodeOf(err), message: err.Error()}
+	}
 	if msg := agents.RootSandboxProblem(s.cfg.Agent.Kind, s.cfg.Agent.PermissionMode, os.Geteuid(), s.o.Environ); msg != "" {
 		return &stop{code: stopreasons.EnvironmentInvalid, message: msg}
 	}

@@ -64,7 +64,10 @@
 // to that file. Installed under another name (copied as claude, codex, ...) and
 // with FAKEAGENT_REPLAY set, the program ignores its arguments, copies the file
 // FAKEAGENT_REPLAY to stdout and exits with FAKEAGENT_EXIT (default 0): a
-// recorded session of that agent, for adapter tests.
+// recorded session of that agent, for adapter tests. Replays count calls like
+// scripts do, and FAKEAGENT_REPLAY_N and FAKEAGENT_EXIT_N, when set, replace
+// the two for call N, so a run can meet a server error first and a success
+// on its retry.
 //
 // Exit codes: 0 at the end of the script, N for exit N, 1 when an action
 // fails, 2 for a bad script or usage.
@@ -138,13 +141,25 @@ func record(argv []string) error {
 }
 
 // runReplay plays a recorded agent session: the file to stdout, then the exit
-// code of FAKEAGENT_EXIT.
+// code of FAKEAGENT_EXIT; FAKEAGENT_REPLAY_N and FAKEAGENT_EXIT_N take their
+// place on call N.
 func runReplay(path string) error {
+	n, err := countCall(call{iteration: envInt("RUNR_ITERATION"), milestone: envInt("RUNR_MILESTONE")})
+	if err != nil {
+		return err
+	}
+	if p := os.Getenv(fmt.Sprintf("FAKEAGENT_REPLAY_%d", n)); p != "" {
+		path = p
+	}
+	exitVar := "FAKEAGENT_EXIT"
+	if _, ok := os.LookupEnv(fmt.Sprintf("FAKEAGENT_EXIT_%d", n)); ok {
+		exitVar = fmt.Sprintf("FAKEAGENT_EXIT_%d", n)
+	}
 	code := 0
-	if s := os.Getenv("FAKEAGENT_EXIT"); s != "" {
+	if s := os.Getenv(exitVar); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 || n > 255 {
-			return usageError{fmt.Errorf("FAKEAGENT_EXIT=%q: want an exit code from 0 to 255", s)}
+			return usageError{fmt.Errorf("%s=%q: want an exit code from 0 to 255", exitVar, s)}
 		}
 		code = n
 	}
@@ -276,6 +291,6 @@ Actions: write PATH TEXT, append PATH TEXT, delete PATH, rename A B,
   flood SIZE, flood-lines N, ready, wait-for PATH, echo-prompt, env,
   fix-test [M], touch-count PATH, json FILE
 Environment: FAKEAGENT_SCRIPT, FAKEAGENT_STATE, FAKEAGENT_READY_FILE,
-  FAKEAGENT_ARGS_FILE, FAKEAGENT_REPLAY and FAKEAGENT_EXIT (under another name)
+  FAKEAGENT_ARGS_FILE, FAKEAGENT_REPLAY[_N] and FAKEAGENT_EXIT[_N] (under another name)
 See the package documentation (go doc ./tests/fakeagent) for the details.
 `

@@ -419,6 +419,37 @@ func TestReplay(t *testing.T) {
 	assert.Equal(t, []string{claude, "-p", "--output-format", "stream-json", "--do", "not a script"}, argv)
 }
 
+func TestReplayPerCall(t *testing.T) {
+	dir := t.TempDir()
+	first, retry := filepath.Join(dir, "first.jsonl"), filepath.Join(dir, "retry.jsonl")
+	require.NoError(t, os.WriteFile(first, []byte(`{"n":1}`), 0o644))
+	require.NoError(t, os.WriteFile(retry, []byte(`{"n":2}`), 0o644))
+	data, err := os.ReadFile(bin)
+	require.NoError(t, err)
+	claude := filepath.Join(dir, "claude")
+	require.NoError(t, os.WriteFile(claude, data, 0o755))
+	env := []string{
+		"FAKEAGENT_STATE=" + filepath.Join(dir, "calls"),
+		"FAKEAGENT_REPLAY=" + first, "FAKEAGENT_EXIT=1",
+		"FAKEAGENT_REPLAY_2=" + retry, "FAKEAGENT_EXIT_2=0",
+	}
+
+	// Call 1 plays FAKEAGENT_REPLAY, call 2 its own file and exit code, and
+	// call 3 falls back to the defaults again.
+	for _, want := range []struct {
+		out  string
+		code int
+	}{{`{"n":1}`, 1}, {`{"n":2}`, 0}, {`{"n":1}`, 1}} {
+		r := runCmd(t, agentCmdAt(t, claude, dir, env, "-p"), "prompt")
+		assert.Equal(t, want.out+"\n", r.stdout)
+		assert.Equal(t, want.code, r.code, r.stderr)
+	}
+
+	r := runCmd(t, agentCmdAt(t, claude, dir, append(env, "FAKEAGENT_EXIT_4=x"), "-p"), "prompt")
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, `FAKEAGENT_EXIT_4="x"`)
+}
+
 func TestFixTestCompletesTheDemoMilestones(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"go.mod", "stats.go", "stats_test.go"} {
