@@ -3,7 +3,6 @@ package doctor
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,17 +25,13 @@ const (
 	tailLines = 20
 )
 
-// timelineEvent is the part of an event doctor needs; Data is left unparsed.
-type timelineEvent struct {
-	Seq  int64     `json:"seq"`
-	TS   time.Time `json:"ts"`
-	Type string    `json:"type"`
-	Tick int       `json:"tick"`
-}
-
 // scanTimeline streams the timeline once, line by line, and summarises it.
 // Damage (a missing file, a truncated last line from a crash mid-append, a
 // line that is not JSON) becomes a warning; it is never an error.
+//
+// A timeline can hold hundreds of thousands of events, so each line is read
+// by parseEventHead, which picks out the few fields doctor needs without
+// decoding the rest; only the last event's timestamp is parsed.
 func scanTimeline(path string) (TimelineSummary, []string) {
 	sum := TimelineSummary{ByType: map[string]int{}}
 	f, err := os.Open(path)
@@ -51,11 +46,14 @@ func scanTimeline(path string) (TimelineSummary, []string) {
 
 	var warns []string
 	var bad []int
-	br := bufio.NewReaderSize(f, 64<<10)
-	var line []byte
+	// counts avoids a string allocation per event: the lookup by
+	// string(bytes) does not copy, and there are few distinct types.
+	counts := map[string]*int{}
+	var lastType, lastTS []byte
+	br := bufio.NewReaderSize(f, 256<<10)
+	var scratch []byte
 	for n := 1; ; n++ {
-		var tooLong, eof bool
-		line, tooLong, eof, err = readLine(br, line[:0])
+		line, tooLong, eof, err := readLine(br, &scratch)
 		if err != nil {
 			warns = append(warns, fmt.Sprintf("%s: read stopped at line %d (%v)", timelineFile, n, err))
 			break
@@ -68,8 +66,8 @@ func scanTimeline(path string) (TimelineSummary, []string) {
 			bad = append(bad, n)
 		case len(bytes.TrimSpace(line)) == 0:
 		default:
-			var ev timelineEvent
-			if json.Unmarshal(line, &ev) != nil {
+			ev, ok := parseEventHead(line)
+			if !ok {
 				if eof {
 					// A line without its newline at the end is an append
 					// that a crash cut short.
@@ -80,16 +78,26 @@ func scanTimeline(path string) (TimelineSummary, []string) {
 				break
 			}
 			sum.Events++
-			sum.ByType[ev.Type]++
-			sum.LastSeq, sum.LastType, sum.LastTick = ev.Seq, ev.Type, ev.Tick
-			if !ev.TS.IsZero() {
-				ts := ev.TS
-				sum.LastTS = &ts
+			c := counts[string(ev.typ)]
+			if c == nil {
+				c = new(int)
+				counts[string(ev.typ)] = c
 			}
+			*c++
+			sum.LastSeq, sum.LastTick = ev.seq, ev.tick
+			lastType = append(lastType[:0], ev.typ...)
+			lastTS = append(lastTS[:0], ev.ts...)
 		}
 		if eof {
 			break
 		}
+	}
+	for typ, c := range counts {
+		sum.ByType[typ] = *c
+	}
+	sum.LastType = string(lastType)
+	if ts, err := time.Parse(time.RFC3339Nano, string(lastTS)); err == nil {
+		sum.LastTS = &ts
 	}
 	if len(bad) > 0 {
 		warns = append(warns, fmt.Sprintf("%s: %d damaged line(s) ignored (first: line %d)", timelineFile, len(bad), bad[0]))
@@ -97,29 +105,36 @@ func scanTimeline(path string) (TimelineSummary, []string) {
 	return sum, warns
 }
 
-// readLine reads one line into buf without its newline. A line longer than
-// maxEventLine is consumed but not kept (tooLong). eof is set when the file
-// ended before a newline.
-func readLine(br *bufio.Reader, buf []byte) (line []byte, tooLong, eof bool, err error) {
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if !tooLong {
-			if len(buf)+len(chunk) > maxEventLine {
+// readLine reads one line without its newline. The line is the reader's
+// own buffer, valid until the next read, unless it is longer than that
+// buffer: then it is assembled in *scratch, which is kept for reuse. A line
+// longer than maxEventLine is consumed but not kept (tooLong). eof is set
+// when the file ended before a newline.
+func readLine(br *bufio.Reader, scratch *[]byte) (line []byte, tooLong, eof bool, err error) {
+	line, err = br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		buf := append((*scratch)[:0], line...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			line, err = br.ReadSlice('\n')
+			if tooLong {
+				continue
+			}
+			if len(buf)+len(line) > maxEventLine {
 				tooLong, buf = true, buf[:0]
 			} else {
-				buf = append(buf, chunk...)
+				buf = append(buf, line...)
 			}
 		}
-		switch {
-		case err == nil:
-			return bytes.TrimSuffix(buf, []byte{'\n'}), tooLong, false, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF):
-			return buf, tooLong, true, nil
-		default:
-			return buf, tooLong, false, err
-		}
+		*scratch = buf
+		line = buf
+	}
+	switch {
+	case err == nil:
+		return bytes.TrimSuffix(line, []byte{'\n'}), tooLong, false, nil
+	case errors.Is(err, io.EOF):
+		return line, tooLong, true, nil
+	default:
+		return line, tooLong, false, err
 	}
 }
 
