@@ -3,7 +3,7 @@ BIN     ?= bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build test test-short lint docs check-docs demo bench fuzz clean
+.PHONY: all build test test-short test-agents lint docs check-docs demo bench fuzz clean
 
 all: build
 
@@ -15,6 +15,15 @@ build:
 test: lint
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 10s ./internal/stopconditions
+
+# The real Claude Code CLI under runr, against a scripted Messages API server
+# on 127.0.0.1: installs the CLI into $(AGENTS_CACHE) with npm, then runs the
+# integration test with it first on PATH (without it the test is skipped).
+AGENTS_CACHE ?= .cache/agents
+
+test-agents:
+	npm install --prefix $(AGENTS_CACHE) --no-audit --no-fund @anthropic-ai/claude-code
+	PATH="$(abspath $(AGENTS_CACHE))/node_modules/.bin:$$PATH" $(GO) test -count=1 -v -run '^TestClaudeCLIIntegration$$' ./tests
 
 test-short:
 	$(GO) test -short ./...
