@@ -280,7 +280,7 @@ func (s *Supervisor) afterImplement(ctx context.Context) *stop {
 			var rules, named []string
 			for _, l := range locks {
 				rules = append(rules, "scope.lockfiles")
-				named = append(named, fmt.Sprintf("%q%s", l, committedNote(committed, l)))
+				named = append(named, fmt.Sprintf("%q (scope.lockfiles%s)", l, committedNote(committed, l)))
 			}
 			s.event("guard", map[string]any{"rule": "lockfiles", "files": locks})
 			return &stop{code: stopreasons.LockfileViolation, condition: "scope.lockfiles",
