@@ -140,8 +140,8 @@ func printSummary(io *IOStreams, store *state.Store, st *state.State) {
 	} else if r.Message != "" {
 		fmt.Fprintf(w, "  %s\n", r.Message)
 	}
-	if files, ok := r.Details["files"].([]string); ok && len(files) > 0 {
-		fmt.Fprintf(w, "  files: %s\n", strings.Join(files, ", "))
+	if err == nil && len(rep.Evidence.Files) > 0 {
+		fmt.Fprintf(w, "  files: %s\n", stopreasons.ShowPaths(rep.Evidence.Files))
 	}
 	s := st.Statistics
 	fmt.Fprintf(w, "  %s approved of %d · %s · %s · elapsed %s", plural(s.Approved, "milestone"), s.TotalMilestones,

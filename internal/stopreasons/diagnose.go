@@ -2,8 +2,11 @@ package stopreasons
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"text/template"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Details are the figures of one stop that fill a reason's templates.
@@ -28,6 +31,7 @@ type Details struct {
 
 var funcs = template.FuncMap{
 	"join":      strings.Join,
+	"paths":     ShowPaths,
 	"shellJoin": ShellJoin,
 }
 
@@ -121,4 +125,18 @@ func Placeholders() Details {
 		Signature: "<signature>", Files: []string{"<file>"}, Other: "<other-run-id>", ResetAt: "<reset time>",
 		Grant: "<amount>",
 	}
+}
+
+// ShowPaths joins file names for a line of text, quoting any name with a
+// control character (a newline in a file name would break the line) or
+// invalid UTF-8.
+func ShowPaths(paths []string) string {
+	shown := make([]string, len(paths))
+	for i, p := range paths {
+		shown[i] = p
+		if !utf8.ValidString(p) || strings.ContainsFunc(p, unicode.IsControl) {
+			shown[i] = strconv.Quote(p)
+		}
+	}
+	return strings.Join(shown, ", ")
 }

@@ -203,3 +203,7 @@ func TestErrorsCarryTheirCode(t *testing.T) {
 type assertErr string
 
 func (e assertErr) Error() string { return string(e) }
+
+func TestShowPathsQuotesWhatWouldBreakALine(t *testing.T) {
+	assert.Equal(t, `a b.go, "evil\nsrc/ok.txt", "\xff.txt"`, ShowPaths([]string{"a b.go", "evil\nsrc/ok.txt", "\xff.txt"}))
+}

@@ -15,7 +15,7 @@ var table = []Reason{
 	{
 		Code: GuardViolation, Title: "Change outside the allowed scope", Family: FamilyConstraint, ExitCode: 2, Category: CategoryGuardrail,
 		When:      "a changed file is outside scope.allow or inside scope.deny",
-		Diagnosis: `The agent changed {{len .Files}} file(s) outside its scope ({{.Condition}}): {{join .Files ", "}}.`,
+		Diagnosis: `The agent changed {{len .Files}} file(s) outside its scope ({{.Condition}}): {{paths .Files}}.`,
 		NextActions: []string{
 			"revert the out-of-scope changes, or widen scope.allow / narrow scope.deny in runr.yaml",
 			"git stash push --include-untracked -- {{shellJoin .Files}}",
@@ -25,7 +25,7 @@ var table = []Reason{
 	{
 		Code: LockfileViolation, Title: "Lockfile changed", Family: FamilyConstraint, ExitCode: 3, Category: CategoryGuardrail,
 		When:      "a lockfile changed without --allow-deps",
-		Diagnosis: `The agent changed dependency lockfile(s) {{join .Files ", "}} and the run does not allow dependency changes.`,
+		Diagnosis: `The agent changed dependency lockfile(s) {{paths .Files}} and the run does not allow dependency changes.`,
 		NextActions: []string{
 			"if the dependency change is wanted, allow it:",
 			"runr resume {{.RunID}} --allow-deps",
@@ -34,16 +34,17 @@ var table = []Reason{
 	{
 		Code: DirtyWorktree, Title: "Uncommitted changes before the run", Family: FamilyConstraint, ExitCode: 4, Category: CategoryGuardrail,
 		When:      "uncommitted changes before the run, without --allow-dirty",
-		Diagnosis: `The checkout had {{len .Files}} uncommitted change(s) before the run started: {{join .Files ", "}}.`,
+		Diagnosis: `The checkout had {{len .Files}} uncommitted change(s) before the run started: {{paths .Files}}.`,
 		NextActions: []string{
-			"commit or stash your changes, or run with --allow-dirty (or --worktree to leave this checkout alone)",
-			"git stash --include-untracked",
+			"commit or stash your changes, or run with --allow-dirty (or --worktree to leave this checkout alone); the stash below keeps the task and config files",
+			"git stash push --include-untracked -- {{shellJoin .Files}}",
+			"runr resume {{.RunID}}",
 		},
 	},
 	{
 		Code: FileCollision, Title: "Another live run claims the same files", Family: FamilyConstraint, ExitCode: 5, Category: CategoryGuardrail,
 		When:      "a live run of the same checkout claims an overlapping scope, without --force-parallel",
-		Diagnosis: `Run {{.Other}} is live on this checkout and claims an overlapping scope ({{join .Files ", "}}).`,
+		Diagnosis: `Run {{.Other}} is live on this checkout and claims an overlapping scope ({{paths .Files}}).`,
 		NextActions: []string{
 			"wait for the other run, give the runs disjoint scope.allow, or use --worktree",
 			"runr status {{.Other}}",
