@@ -59,6 +59,7 @@ func doctorRun(opts *DoctorOptions) error {
 	if err != nil {
 		return err
 	}
+	st.RunStatus = store.DisplayStatus(st)
 	rep, err := doctor.Diagnose(st, store.RunDir(st.RunID))
 	if err != nil {
 		return stopreasons.Wrap(stopreasons.StateCorrupt, err, "diagnose run %s", st.RunID)

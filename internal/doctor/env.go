@@ -96,7 +96,11 @@ func CheckEnvironment(ctx context.Context, o EnvOptions) []Check {
 	cfg, cfgCheck := checkConfig(root, o)
 	add(cfgCheck)
 
-	add(checkAgent(o, cfg))
+	// Without a config the agent is unknown; an invalid config is one
+	// failure, not two.
+	if cfg != nil || o.AgentProgram != "" {
+		add(checkAgent(o, cfg))
+	}
 	if len(o.CredentialEnv) > 0 {
 		add(checkCredentials(o))
 	}

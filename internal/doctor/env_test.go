@@ -157,6 +157,12 @@ func TestEnvironmentInvalidConfig(t *testing.T) {
 	assert.Contains(t, c.Detail, "banana")
 	assert.Contains(t, c.Detail, "runr.yaml")
 	assert.Equal(t, stopreasons.ConfigInvalid, Verdict(checks))
+
+	// Without a config there is no agent to look for: one failure, not two.
+	o := envOptions(dir)
+	o.AgentProgram = ""
+	checks = CheckEnvironment(context.Background(), o)
+	assert.Equal(t, []string{CheckConfig}, failed(checks))
 }
 
 func TestEnvironmentAgent(t *testing.T) {
