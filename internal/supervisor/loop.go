@@ -128,7 +128,38 @@ func (s *Supervisor) limits() stopconditions.Limits {
 }
 
 func (s *Supervisor) verdictStop(v *stopconditions.Stop) *stop {
-	return &stop{code: v.Code, condition: v.Condition, value: v.Value, threshold: v.Threshold, message: v.Message}
+	sp := &stop{code: v.Code, condition: v.Condition, value: v.Value, threshold: v.Threshold, message: v.Message}
+	if v.Condition == stopconditions.RuleFinishedFailed {
+		s.unapprovedStop(sp)
+	}
+	return sp
+}
+
+// unapprovedStop completes the stop of a skip-mode run that reached its end
+// with milestones failed or rejected. The diagnosis speaks of one milestone,
+// so the stop names the last unapproved one with its failed attempts and the
+// retry limit. A resume goes back to the first unapproved milestone: resuming
+// at finalize would complete a run that is not done.
+func (s *Supervisor) unapprovedStop(sp *stop) {
+	st := s.st
+	first, last := -1, -1
+	for i, m := range st.Milestones {
+		if m.Status == state.MilestoneApproved {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		last = i
+	}
+	if last < 0 {
+		return
+	}
+	m := st.Milestones[last]
+	sp.details = map[string]any{"milestone": last + 1, "milestone_goal": m.Goal, "unapproved": sp.value}
+	sp.value, sp.threshold = m.Retries, s.cfg.Stop.MaxMilestoneRetries
+	st.MilestoneIndex = first
+	sp.resumePhase = state.PhaseImplement
 }
 
 func (s *Supervisor) signalStop(sig *signalStop) *stop {

@@ -137,9 +137,8 @@ func (s *Supervisor) relLog(path string) string {
 func (s *Supervisor) implement(ctx context.Context) *stop {
 	st := s.st
 	m := s.milestone()
-	if m.Status == "" || m.Status == state.MilestonePending {
-		m.Status = state.MilestoneInProgress
-	}
+	// A failed or rejected milestone is worked on again after a resume.
+	m.Status = state.MilestoneInProgress
 	st.Iteration++
 	prompt := BuildPrompt(st, s.cfg.Agent.CompletionPromise)
 	promptFile := filepath.Join(s.store.RunDir(st.RunID), "prompts", fmt.Sprintf("tick-%04d.md", st.Tick))
@@ -579,6 +578,11 @@ func (s *Supervisor) ownFiles() []string {
 func (s *Supervisor) nextMilestone() {
 	st := s.st
 	st.MilestoneIndex++
+	// After a resume went back to a failed milestone, the approved ones
+	// after it are not redone.
+	for st.MilestoneIndex < len(st.Milestones) && st.Milestones[st.MilestoneIndex].Status == state.MilestoneApproved {
+		st.MilestoneIndex++
+	}
 	st.Counters.Edges = map[string]int{}
 	st.ReviewNotesHash = ""
 	if st.MilestoneIndex >= len(st.Milestones) {
