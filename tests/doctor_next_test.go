@@ -96,9 +96,11 @@ func TestDoctorNextActionsAreExecutable(t *testing.T) {
 		},
 		{
 			name:   "max_iterations grants the run's iterations again",
-			args:   []string{"--prompt", "work", "--max-iterations", "2", "--", "fakeagent", "--do", "#1-2: touch-count calls.txt", "--do", "#3+: write a.txt done; status done"},
+			args:   []string{"--prompt", "work", "--max-iterations", "1", "--", "fakeagent", "--do", "#1: touch-count calls.txt", "--do", "#2+: write a.txt done; status done"},
 			reason: "max_iterations", exit: 128,
-			want: []string{"runr resume ID --max-iterations 2"},
+			// One more call is enough: its work is still verified and
+			// checkpointed once the budget is reached.
+			want: []string{"runr resume ID --max-iterations 1"},
 		},
 		{
 			name:   "lockfile_violation allows the dependency change",
@@ -181,9 +183,10 @@ func TestDoctorNextActionsAreExecutable(t *testing.T) {
 			require.Equal(t, tt.exit, cmd.ProcessState.ExitCode(), "runr run: %s", out)
 			code, _ := stopOf(t, repo)
 			require.Equal(t, tt.reason, code)
-
 			runDir, err := latestRunDir(repo)
 			require.NoError(t, err)
+			require.NoError(t, checkStoppedRun(runDir, []string{tt.reason}), "report.md and stop.json after the stop")
+
 			id := filepath.Base(runDir)
 			actions := doctorActions(t, repo)
 			var want []string
@@ -295,4 +298,22 @@ func TestDoctorReportOfARealRun(t *testing.T) {
 
 	// runr doctor tells the same as the files.
 	assert.Equal(t, stop.NextActions, doctorActions(t, repo))
+}
+
+// TestDoctorIterationBudgetJudgesTheLastCall: a run whose one allowed agent
+// call does the work completes; the budget stops only a further call.
+func TestDoctorIterationBudgetJudgesTheLastCall(t *testing.T) {
+	repo := newRepo(t)
+	writeCommitted(t, repo, map[string]string{"runr.yaml": "verify:\n  commands: [\"test -f a.txt\"]\n"})
+	code, out, errOut := runrCmd(t, repo, "run", "--quiet", "--prompt", "work", "--max-iterations", "1", "--", "fakeagent", "--do", "write a.txt done; status done")
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errOut)
+	got, _ := stopOf(t, repo)
+	assert.Equal(t, "complete", got)
+
+	repo = newRepo(t)
+	code, _, _ = runrCmd(t, repo, "run", "--quiet", "--prompt", "work", "--max-iterations", "1", "--", "fakeagent", "--do", "touch-count calls.txt")
+	assert.Equal(t, 128, code, "a second call is not made")
+	b, err := os.ReadFile(filepath.Join(repo, "calls.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "1\n", string(b))
 }

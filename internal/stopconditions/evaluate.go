@@ -156,8 +156,9 @@ func Evaluate(s *Snapshot, r Rules, l Limits) Verdict {
 		e.rule("budget.max_tokens", stopreasons.BudgetExceeded, res, s.Tokens, l.MaxTokens)
 	}
 	if l.MaxIterations > 0 {
-		e.rule("budget.max_iterations", stopreasons.MaxIterations,
-			countResult(s.Iteration, l.MaxIterations, "iterations"), s.Iteration, l.MaxIterations)
+		res := countResult(s.Iteration, l.MaxIterations, "iterations")
+		res.Met = res.Met && !s.Checking
+		e.rule("budget.max_iterations", stopreasons.MaxIterations, res, s.Iteration, l.MaxIterations)
 	}
 	if l.MaxTicks > 0 {
 		e.rule("budget.max_ticks", stopreasons.MaxTicks,

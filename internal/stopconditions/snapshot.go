@@ -11,6 +11,12 @@ type Snapshot struct {
 	Tokens          int64
 	Attempts        int // all attempts of the run (circuit breaker)
 
+	// Checking says the next step checks the last agent call's work
+	// (verify, review, checkpoint) rather than calling the agent: the
+	// iteration budget waits for the next call, so the work of the last
+	// call it allowed is still judged.
+	Checking bool
+
 	// Milestone statistics. Retried counts the attempted milestones with more
 	// than one attempt.
 	TotalMilestones, Attempted, Approved, Rejected, Failed, Retried int

@@ -15,6 +15,7 @@ func (s *Supervisor) snapshot() *stopconditions.Snapshot {
 	snap := &stopconditions.Snapshot{
 		Tick:             st.Tick,
 		Iteration:        st.Iteration,
+		Checking:         st.Phase == state.PhaseVerify || st.Phase == state.PhaseReview || st.Phase == state.PhaseCheckpoint,
 		Elapsed:          s.elapsed(),
 		CostUSD:          st.Usage.CostUSD,
 		Tokens:           st.Usage.InputTokens + st.Usage.OutputTokens,
