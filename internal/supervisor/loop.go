@@ -67,6 +67,9 @@ func (s *Supervisor) loop(ctx context.Context) (*state.State, error) {
 			if stopNow.resumePhase == "" {
 				stopNow.resumePhase = phase
 			}
+			// A stop inside the tick still records how close every rule
+			// was after it.
+			s.evaluate()
 			return s.finish(stopNow)
 		}
 		// After every tick: counters (updated by the phase), evaluate,

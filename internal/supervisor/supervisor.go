@@ -286,10 +286,11 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 		return stop
 	}
 	st.Fingerprint = state.Fingerprint{
-		RunrVersion: s.o.Version,
-		AgentPath:   s.program,
-		GitHead:     head,
-		ConfigHash:  s.cfg.Hash(),
+		RunrVersion:  s.o.Version,
+		AgentPath:    s.program,
+		AgentVersion: agentVersion(ctx, s.program, s.adapter.VersionArgs()),
+		GitHead:      head,
+		ConfigHash:   s.cfg.Hash(),
 	}
 	if err := s.save(); err != nil {
 		return internalStop(err)
@@ -483,4 +484,22 @@ func (s *Supervisor) signalled() *signalStop {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.sigReason
+}
+
+// agentVersion asks the agent program for its version, briefly; "" when it
+// has no version flag or does not answer.
+func agentVersion(ctx context.Context, program string, args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, program, args...)
+	cmd.WaitDelay = time.Second
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return line
 }
