@@ -323,14 +323,37 @@ func (never) Evaluate(*Snapshot) Result { return Result{Message: "never met"} }
 func FileCreatedPaths(lists ...[]Condition) []string {
 	var out []string
 	seen := map[string]bool{}
+	walkConditions(lists, func(c Condition) {
+		if fc, ok := c.(fileCreated); ok && !seen[fc.path] {
+			seen[fc.path] = true
+			out = append(out, fc.path)
+		}
+	})
+	return out
+}
+
+// ScriptPrograms lists the programs of custom_script conditions nested at
+// any depth, so that a run can refuse to start when one cannot be run: a
+// check that cannot run would otherwise never be met, silently.
+func ScriptPrograms(lists ...[]Condition) []string {
+	var out []string
+	seen := map[string]bool{}
+	walkConditions(lists, func(c Condition) {
+		if cs, ok := c.(customScript); ok && !seen[cs.script] {
+			seen[cs.script] = true
+			out = append(out, cs.script)
+		}
+	})
+	return out
+}
+
+// walkConditions calls fn for every condition of the lists and every
+// condition nested inside all, any and not.
+func walkConditions(lists [][]Condition, fn func(Condition)) {
 	var walk func(Condition)
 	walk = func(c Condition) {
+		fn(c)
 		switch c := c.(type) {
-		case fileCreated:
-			if !seen[c.path] {
-				seen[c.path] = true
-				out = append(out, c.path)
-			}
 		case all:
 			for _, sub := range c.conditions {
 				walk(sub)
@@ -348,5 +371,4 @@ func FileCreatedPaths(lists ...[]Condition) []string {
 			walk(c)
 		}
 	}
-	return out
 }

@@ -225,3 +225,13 @@ func TestLimitsValidate(t *testing.T) {
 		assert.True(t, strings.HasPrefix(err.Error(), want), "message %q, want prefix %q", err, want)
 	}
 }
+
+func TestScriptPrograms(t *testing.T) {
+	conds, err := DecodeList("stop.failure", []any{
+		map[string]any{"type": "custom_script", "script": "./check.sh"},
+		map[string]any{"type": "not", "condition": map[string]any{"type": "custom_script", "script": "lint", "args": []any{"-q"}}},
+		map[string]any{"type": "never"},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"./check.sh", "lint"}, ScriptPrograms(conds))
+}

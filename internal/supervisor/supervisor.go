@@ -282,6 +282,13 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 		st.TreeHash = h
 	}
 	st.StartFiles = s.existingWatchedFiles()
+	r := s.cfg.Stop
+	for _, prog := range stopconditions.ScriptPrograms(r.Success, r.Failure, r.Conditions) {
+		if _, err := lookProgram(prog, s.dir, s.o.Environ); err != nil {
+			return &stop{code: stopreasons.ConfigInvalid, condition: "custom_script",
+				message: fmt.Sprintf("custom_script %q cannot be run from %s: %v (fix the script path in runr.yaml, or make the file executable)", prog, s.dir, err)}
+		}
+	}
 	if stop := s.claim(ctx); stop != nil {
 		return stop
 	}
