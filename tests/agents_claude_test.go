@@ -293,6 +293,7 @@ func TestClaudeRecordingsDriveTheRun(t *testing.T) {
 			assert.Equal(t, tc.usage.input, u.InputTokens)
 			assert.Equal(t, tc.usage.output, u.OutputTokens)
 			assert.Equal(t, tc.usage.session, u.AgentSessionID)
+			assert.Equal(t, "claude 0.0.0-fake (fakeagent)", r.st.Fingerprint.AgentVersion, "the fingerprint holds the agent's version")
 
 			var outcomes []string
 			for _, a := range r.attempts() {

@@ -62,7 +62,8 @@
 //
 // When FAKEAGENT_ARGS_FILE is set, every call appends its argv as a JSON array
 // to that file. Installed under another name (copied as claude, codex, ...) and
-// with FAKEAGENT_REPLAY set, the program ignores its arguments, copies the file
+// with FAKEAGENT_REPLAY set, the program ignores its arguments (but for a lone
+// --version, which prints a version and counts as no call), copies the file
 // FAKEAGENT_REPLAY to stdout and exits with FAKEAGENT_EXIT (default 0): a
 // recorded session of that agent, for adapter tests. Replays count calls like
 // scripts do, and FAKEAGENT_REPLAY_N and FAKEAGENT_EXIT_N, when set, replace
@@ -101,9 +102,15 @@ func run(argv []string) int {
 	if spec, ok := os.LookupEnv(childEnv); ok {
 		return runChild(spec)
 	}
+	name := strings.TrimSuffix(filepath.Base(argv[0]), ".exe")
+	if name != "fakeagent" && len(argv) == 2 && argv[1] == "--version" {
+		// Installed as another agent, it answers a version query as the
+		// real CLI would; the query is not a call.
+		fmt.Printf("%s 0.0.0-fake (fakeagent)\n", name)
+		return 0
+	}
 	err := record(argv)
 	if err == nil {
-		name := strings.TrimSuffix(filepath.Base(argv[0]), ".exe")
 		if replay := os.Getenv("FAKEAGENT_REPLAY"); replay != "" && name != "fakeagent" {
 			err = runReplay(replay)
 		} else {
