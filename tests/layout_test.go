@@ -1,0 +1,51 @@
+package tests
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// allowedImports is the import graph of DESIGN §1: which of runr's own
+// packages each internal package may import.
+var allowedImports = map[string][]string{
+	"resume":         {"supervisor", "state", "config", "stopreasons"},
+	"supervisor":     {"stopconditions", "agents", "guard", "worker", "state", "doctor", "config", "stopreasons"},
+	"doctor":         {"state", "stopconditions", "config", "stopreasons"},
+	"agents":         {"worker", "stopreasons"},
+	"config":         {"stopconditions", "stopreasons"},
+	"guard":          {"worker"},
+	"state":          {"stopreasons"},
+	"stopconditions": {"stopreasons"},
+	"worker":         {},
+	"stopreasons":    {},
+}
+
+func TestPackagesImportOnlyWhatTheLayoutAllows(t *testing.T) {
+	const prefix = "github.com/runr-dev/runr/internal/"
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./internal/...")
+	cmd.Dir = repoRoot()
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	seen := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], prefix)
+		allowed, known := allowedImports[pkg]
+		if !assert.True(t, known, "package %s is not in the layout of DESIGN §1", pkg) {
+			continue
+		}
+		seen++
+		for _, imp := range fields[1:] {
+			dep, ours := strings.CutPrefix(imp, prefix)
+			if ours {
+				assert.Contains(t, allowed, dep, "internal/%s may not import internal/%s", pkg, dep)
+			}
+			assert.NotEqual(t, "github.com/spf13/cobra", imp, "only cmd/runr knows cobra (internal/%s imports it)", pkg)
+		}
+	}
+	assert.Equal(t, len(allowedImports), seen)
+}
