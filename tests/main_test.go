@@ -111,6 +111,12 @@ func TestScripts(t *testing.T) {
 			"jsonget":  cmdJSONGet,
 			"checkrun": cmdCheckRun,
 		},
+		Condition: func(cond string) (bool, error) {
+			if cond == "root" {
+				return os.Geteuid() == 0, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		RequireExplicitExec: true,
 	})
 }

@@ -99,6 +99,10 @@ func doctorEnv(opts *DoctorOptions) error {
 				eo.AgentProgram = a.Program(agents.Request{Command: cfg.Agent.Command})
 				eo.AgentVersionArgs = a.VersionArgs()
 				eo.CredentialEnv = a.CredentialEnv()
+				eo.AgentProblem = agents.RootSandboxProblem(cfg.Agent.Kind, cfg.Agent.PermissionMode, os.Geteuid(), opts.IO.Environ)
+				if err := agents.BudgetProblem(a, cfg.Budget.MaxCostUSD, cfg.Budget.MaxTokens, cfg.Agent.Price.InputPerMTok > 0 || cfg.Agent.Price.OutputPerMTok > 0); err != nil {
+					eo.AgentProblem = err.Error()
+				}
 			}
 		}
 	}

@@ -52,6 +52,10 @@ type EnvOptions struct {
 	// CredentialEnv names the variables that can hold the agent's
 	// credentials; only whether each is set is reported, never its value.
 	CredentialEnv []string
+	// AgentProblem is a reason the configured agent cannot run that only
+	// cmd/runr can tell (running as root without IS_SANDBOX=1, a budget the
+	// agent reports no figures for); "" when there is none.
+	AgentProblem string
 }
 
 // CheckEnvironment checks what a run needs: a git repository, a writable
@@ -181,6 +185,10 @@ func checkAgent(o EnvOptions, cfg *config.Config) Check {
 	path, err := lookPath(program, o.Environ)
 	if err != nil {
 		c.Detail = fmt.Sprintf("%s: %v; install it or fix agent.kind / agent.command", program, err)
+		return c
+	}
+	if o.AgentProblem != "" {
+		c.Detail = path + ": " + o.AgentProblem
 		return c
 	}
 	c.OK, c.Detail = true, path
