@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // aiderAdapter runs aider for one message. aider prints plain text and exits
@@ -130,10 +129,6 @@ func (p *aiderParser) Finish(exitCode int, tail []byte) Result {
 	default:
 		return res
 	}
-	res.IsError = true
-	res.Class = classifyText(res.ErrorText)
-	if res.Class == ClassRateLimit {
-		res.ResetAt = parseResetAt(res.ErrorText, time.Now())
-	}
+	res.fail(classifyText(res.ErrorText))
 	return res
 }

@@ -216,3 +216,21 @@ func (t *tailBuffer) writeLine(line []byte) {
 func (t *tailBuffer) String() string {
 	return lastBytes(string(t.buf), t.max)
 }
+
+// fail marks a result as an error of class c; a rate limit also gets the
+// reset time its error text names.
+func (r *Result) fail(c Class) {
+	r.IsError = true
+	r.Class = c
+	if c == ClassRateLimit {
+		r.ResetAt = parseResetAt(r.ErrorText, time.Now())
+	}
+}
+
+// addTail appends the last lines of the call's output to the error text,
+// where a CLI that ended without saying why usually printed something.
+func (r *Result) addTail(tail []byte) {
+	if t := plainTail(tail, 3); t != "" {
+		r.ErrorText += ": " + t
+	}
+}

@@ -3,7 +3,6 @@ package agents
 import (
 	"fmt"
 	"strings"
-	"time"
 )
 
 // maxArgPrompt is the longest prompt passed as one argument. Linux refuses a
@@ -123,17 +122,11 @@ func (p *codexParser) Finish(exitCode int, tail []byte) Result {
 	default:
 		return res
 	}
-	res.IsError = true
 	if p.lastErrMsg != "" && !strings.Contains(res.ErrorText, p.lastErrMsg) {
 		res.ErrorText += ": " + p.lastErrMsg
 	} else if !p.failed {
-		if t := plainTail(tail, 3); t != "" {
-			res.ErrorText += ": " + t
-		}
+		res.addTail(tail)
 	}
-	res.Class = classifyText(res.ErrorText)
-	if res.Class == ClassRateLimit {
-		res.ResetAt = parseResetAt(res.ErrorText, time.Now())
-	}
+	res.fail(classifyText(res.ErrorText))
 	return res
 }

@@ -3,7 +3,6 @@ package agents
 import (
 	"fmt"
 	"strings"
-	"time"
 )
 
 // geminiAdapter runs Gemini CLI headless with stream-json output.
@@ -141,26 +140,20 @@ func (p *geminiParser) Finish(exitCode int, tail []byte) Result {
 	default:
 		return res
 	}
-	res.IsError = true
 	if p.lastErr != "" && !strings.Contains(res.ErrorText, p.lastErr) {
 		res.ErrorText += ": " + p.lastErr
 	} else if r == nil {
-		if t := plainTail(tail, 3); t != "" {
-			res.ErrorText += ": " + t
-		}
+		res.addTail(tail)
 	}
 	switch exitCode {
 	case geminiExitAuth:
-		res.Class = ClassAuth
+		res.fail(ClassAuth)
 	case geminiExitTurnLimit:
-		res.Class = ClassMaxTurns
+		res.fail(ClassMaxTurns)
 	case geminiExitInput, geminiExitConfig, geminiExitCancelled:
-		res.Class = ClassError
+		res.fail(ClassError)
 	default:
-		res.Class = classifyText(res.ErrorText)
-	}
-	if res.Class == ClassRateLimit {
-		res.ResetAt = parseResetAt(res.ErrorText, time.Now())
+		res.fail(classifyText(res.ErrorText))
 	}
 	return res
 }

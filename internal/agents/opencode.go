@@ -3,7 +3,6 @@ package agents
 import (
 	"fmt"
 	"strings"
-	"time"
 )
 
 // opencodeAdapter runs `opencode run --format json`. The prompt follows "--"
@@ -139,22 +138,16 @@ func (p *opencodeParser) Finish(exitCode int, tail []byte) Result {
 	default:
 		return res
 	}
-	res.IsError = true
 	if !p.errorSet {
-		if t := plainTail(tail, 3); t != "" {
-			res.ErrorText += ": " + t
-		}
+		res.addTail(tail)
 	}
-	switch {
+	switch status := classifyStatus(p.errCode); {
 	case p.errName == "ProviderAuthError":
-		res.Class = ClassAuth
-	case classifyStatus(p.errCode) != ClassNone && classifyStatus(p.errCode) != ClassError:
-		res.Class = classifyStatus(p.errCode)
+		res.fail(ClassAuth)
+	case status != ClassNone && status != ClassError:
+		res.fail(status)
 	default:
-		res.Class = classifyText(res.ErrorText)
-	}
-	if res.Class == ClassRateLimit {
-		res.ResetAt = parseResetAt(res.ErrorText, time.Now())
+		res.fail(classifyText(res.ErrorText))
 	}
 	return res
 }
