@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/runr-dev/runr/internal/stopconditions"
+	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
 // kind says how a key's value is written and checked.
@@ -164,7 +165,7 @@ func suggest(name string) string {
 
 	best, bestDist := "", -1
 	for _, c := range candidates {
-		d := distance(name, c)
+		d := stopreasons.EditDistance(name, c)
 		if bestDist < 0 || d < bestDist {
 			best, bestDist = c, d
 		}
@@ -188,25 +189,4 @@ func suggest(name string) string {
 		}
 	}
 	return ""
-}
-
-// distance is the Levenshtein edit distance between a and b.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

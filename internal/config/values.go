@@ -302,7 +302,7 @@ func parseChoice(src source, v any, allowed []string) (string, error) {
 	}
 	problem := "not one of " + strings.Join(allowed, ", ")
 	for _, a := range allowed {
-		if distance(strings.ToLower(s), a) <= 2 {
+		if stopreasons.EditDistance(strings.ToLower(s), a) <= 2 {
 			problem += " (did you mean " + a + "?)"
 			break
 		}

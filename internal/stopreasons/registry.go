@@ -262,7 +262,7 @@ func Closest(s string, n int) []Code {
 	}
 	var cands []cand
 	for _, r := range table {
-		d := distance(s, string(r.Code))
+		d := EditDistance(s, string(r.Code))
 		if contains(string(r.Code), s) && len(s) >= 3 {
 			d = 0
 		}
@@ -287,7 +287,9 @@ func contains(s, sub string) bool {
 	return false
 }
 
-func distance(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b, for the "did
+// you mean" of a misspelt code, key or flag.
+func EditDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
