@@ -29,7 +29,7 @@ type RunOptions struct {
 	AgentArgv    []string
 	Flags        state.Flags
 	JSON, Quiet  bool
-	AutoResume   bool // resume: continue after an auto-resumable stop
+	AutoResume   bool // continue after an auto-resumable stop
 }
 
 // configFlags map `runr run` flags to config keys; their values are
@@ -112,7 +112,6 @@ The exit code says why the run stopped: see 'runr reasons'.`,
 	f.BoolVar(&opts.Flags.Worktree, "worktree", false, "work in a new git worktree on branch runr/<id>")
 	f.BoolVar(&opts.JSON, "json", false, "print one JSON summary object on stdout at the end")
 	f.BoolVar(&opts.Quiet, "quiet", false, "no progress output, only the summary")
-	// resume: --auto-resume, served by autoresume.go.
 	f.BoolVar(&opts.AutoResume, "auto-resume", false, "after a transient stop (stalled, worker_timeout, worker_rate_limited, terminated) wait and continue")
 	return cmd
 }
@@ -143,7 +142,7 @@ func runRun(opts *RunOptions) error {
 	defer signal.Stop(sigs)
 
 	live := newLiveLine(io, opts.Quiet || opts.JSON)
-	// resume: a function, so that --auto-resume gets a fresh supervisor per continuation.
+	// A function, so that --auto-resume gets a fresh supervisor per continuation.
 	newSup := func() *supervisor.Supervisor {
 		return supervisor.New(supervisor.Options{
 			Config:   cfg,
@@ -159,7 +158,7 @@ func runRun(opts *RunOptions) error {
 		})
 	}
 	st, err := newSup().Start(context.Background())
-	// resume: --auto-resume continues in this process after a transient stop.
+	// --auto-resume continues in this process after a transient stop.
 	if opts.AutoResume && err == nil && st != nil {
 		st, err = autoResume(autoResumeEnv{io: io, store: store, cfg: cfg, sigs: sigs, live: live, newSup: newSup}, st)
 	}
