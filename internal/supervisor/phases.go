@@ -92,6 +92,11 @@ func (s *Supervisor) runProcess(ctx context.Context, phase string, spec worker.S
 		ctx, cancel = context.WithDeadline(ctx, s.deadline)
 		defer cancel()
 	}
+	if ctx.Err() != nil {
+		// A signal or the time budget ended the tick before this process
+		// started: it is not started, and interrupted names the stop.
+		return worker.Result{Canceled: true}, nil
+	}
 	spec.KillNow = s.killNow
 	if spec.KillGrace == 0 {
 		spec.KillGrace = s.cfg.Agent.KillGrace
@@ -111,6 +116,13 @@ func (s *Supervisor) runProcess(ctx context.Context, phase string, spec worker.S
 	}
 	return res, err
 }
+
+// gitContext is the context of runr's own git commands inside a tick: a
+// signal does not cut them short, because a git killed in the middle of a
+// commit leaves index.lock behind and the repository unusable until someone
+// removes it. They are brief and start no agent; the loop honours the
+// signal as soon as the tick is over.
+func gitContext(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
 // interrupted names the stop when a process was cut short by a signal or
 // by the time budget.
@@ -199,7 +211,7 @@ func (s *Supervisor) implement(ctx context.Context) *stop {
 		return &stop{code: stopreasons.Stalled, condition: "agent.idle_timeout", threshold: s.cfg.Agent.IdleTimeout.String(),
 			message: fmt.Sprintf("the agent printed nothing for %s", s.cfg.Agent.IdleTimeout)}
 	}
-	if sp := s.afterImplement(ctx); sp != nil {
+	if sp := s.afterImplement(gitContext(ctx)); sp != nil {
 		s.closeAttempt(state.OutcomeStopped, "", "")
 		return sp
 	}
@@ -510,6 +522,7 @@ func (s *Supervisor) review(ctx context.Context) *stop {
 // checkpoint records an approved milestone, commits it when asked, and
 // moves on.
 func (s *Supervisor) checkpoint(ctx context.Context) *stop {
+	ctx = gitContext(ctx)
 	st := s.st
 	m := s.milestone()
 	m.Status = state.MilestoneApproved
