@@ -211,20 +211,30 @@ func Prepare(st *state.State, cfg *config.Config, req Request, crashed bool) (*P
 	st.ResumeFrom = &from
 	p.From = from
 	if crashed {
-		// The attempt the dead runr was in has no outcome; it counts as
-		// stopped, like one cut short by a signal.
-		for i := range st.Milestones {
-			for j := range st.Milestones[i].Attempts {
-				if st.Milestones[i].Attempts[j].Outcome == "" {
-					st.Milestones[i].Attempts[j].Outcome = state.OutcomeStopped
-				}
-			}
-		}
+		closeCrashedAttempts(st, from)
 	}
 	p.Resets = reset(st, from.Milestone-1)
 	p.Remaining = remaining(st)
 	p.Warnings = fingerprintWarnings(st, req)
 	return p, nil
+}
+
+// closeCrashedAttempts gives the attempts the dead runr left without an
+// outcome the one a signal would have given them. An agent call cut short
+// counts as stopped. An attempt whose call had finished and was being
+// verified or reviewed stays open: the resume judges it again in that phase,
+// as it does after a signal there, so its outcome still counts.
+func closeCrashedAttempts(st *state.State, from state.ResumeFrom) {
+	judging := from.Phase == state.PhaseVerify || from.Phase == state.PhaseReview
+	for i := range st.Milestones {
+		attempts := st.Milestones[i].Attempts
+		for j := range attempts {
+			if attempts[j].Outcome != "" || judging && i == from.Milestone-1 && j == len(attempts)-1 {
+				continue
+			}
+			attempts[j].Outcome = state.OutcomeStopped
+		}
+	}
 }
 
 // resumeFrom is where the run continues: the stop recorded it; a crashed

@@ -144,9 +144,26 @@ func TestPrepareCrashedRun(t *testing.T) {
 	require.NoError(t, err)
 	// A crashed run continues where it was, not where an earlier stop said.
 	assert.Equal(t, state.ResumeFrom{Milestone: 2, Phase: state.PhaseVerify}, p.From)
-	assert.Equal(t, state.OutcomeStopped, st.Milestones[1].Attempts[1].Outcome)
+	// The attempt under verification is verified again, so it stays open.
+	assert.Equal(t, "", st.Milestones[1].Attempts[1].Outcome)
 	assert.Equal(t, state.OutcomeFailed, st.Milestones[1].Attempts[0].Outcome)
 	assert.True(t, p.Crashed)
+}
+
+func TestPrepareCrashedRunClosesACutAgentCall(t *testing.T) {
+	st := stopped()
+	st.RunStatus = stopreasons.RunRunning
+	st.StopReason = nil
+	st.Phase = state.PhaseImplement
+	// An attempt of an earlier milestone left open by an older runr is
+	// closed too: nothing will judge it.
+	st.Milestones[0].Attempts = []state.Attempt{{Tick: 3}}
+	p, err := Prepare(st, defaults(t), Request{Grant: Grant{Time: time.Minute}}, true)
+	require.NoError(t, err)
+	assert.Equal(t, state.ResumeFrom{Milestone: 2, Phase: state.PhaseImplement}, p.From)
+	assert.Equal(t, state.OutcomeStopped, st.Milestones[1].Attempts[1].Outcome, "the agent call the crash cut short")
+	assert.Equal(t, state.OutcomeStopped, st.Milestones[0].Attempts[0].Outcome)
+	assert.Equal(t, state.OutcomeFailed, st.Milestones[1].Attempts[0].Outcome)
 }
 
 func TestResumeFromIsClamped(t *testing.T) {
