@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
 // The test binary doubles as the helper process of the crash and lock tests,
@@ -63,6 +65,32 @@ func runHelper(mode, home, id string) error {
 		fmt.Println("locked")
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		return l.Release()
+	case "race":
+		// Try to take the lock once, as a second `runr resume` would, and
+		// say how it went; a winner holds it until stdin closes.
+		l, err := s.Acquire(id)
+		if stopreasons.CodeOf(err) == stopreasons.RunLocked {
+			fmt.Println("refused")
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Println("locked")
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		return l.Release()
+	case "probe":
+		// Ask whether the run is held, as `runr status` does, over and over
+		// until killed.
+		for i := 0; ; i++ {
+			if _, _, err := s.Locked(id); err != nil {
+				return err
+			}
+			if i == 0 {
+				fmt.Println("probing")
+			}
+		}
 	}
 	return fmt.Errorf("unknown helper mode %q", mode)
 }

@@ -52,7 +52,7 @@ func (s *Store) Acquire(id string) (*Lock, error) {
 	// holder's info. It is never renamed or removed: a process that opened
 	// the old inode would then lock a file nobody else looks at.
 	fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(0o644))
-	ok, err := fl.TryLock()
+	ok, err := tryLock(fl)
 	if err != nil {
 		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "lock run %s (%s)", id, path)
 	}
@@ -75,6 +75,28 @@ func (s *Store) Acquire(id string) (*Lock, error) {
 		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "write lock info to %s", path)
 	}
 	return l, nil
+}
+
+// probeWindow is how long Acquire keeps trying a lock it found taken. A
+// probe of Locked holds it for a moment (a shared lock, taken and at once
+// released), and a runr starting just then must not be turned away for it;
+// a run really held by another runr is reported that much later.
+const (
+	probeWindow = 250 * time.Millisecond
+	probeRetry  = 2 * time.Millisecond
+)
+
+// tryLock takes fl's exclusive lock without waiting on a holder, but rides
+// out the brief shared locks of probes.
+func tryLock(fl *flock.Flock) (bool, error) {
+	deadline := time.Now().Add(probeWindow)
+	for {
+		ok, err := fl.TryLock()
+		if ok || err != nil || !time.Now().Before(deadline) {
+			return ok, err
+		}
+		time.Sleep(probeRetry)
+	}
 }
 
 func lockedError(id string, info LockInfo) error {
@@ -123,9 +145,9 @@ func (l *Lock) Release() error {
 }
 
 // Locked reports whether a live process holds run id, and its info. It
-// tries the lock and at once releases it; a lock file that does not exist
-// is free. An Acquire racing that brief probe can see the run as held; the
-// caller then reports run_locked and a retry succeeds.
+// takes a shared lock and at once releases it, so that probes never see one
+// another as holders, and Acquire waits out such a probe; a lock file that
+// does not exist is free.
 func (s *Store) Locked(id string) (bool, LockInfo, error) {
 	if err := checkID(id); err != nil {
 		return false, LockInfo{}, err
@@ -140,7 +162,7 @@ func (s *Store) Locked(id string) (bool, LockInfo, error) {
 	// Opened without O_CREATE so a probe never creates a lock file (in a
 	// run directory that was removed meanwhile, for instance).
 	fl := flock.New(path, flock.SetFlag(os.O_RDONLY))
-	ok, err := fl.TryLock()
+	ok, err := fl.TryRLock()
 	if err != nil {
 		if os.IsNotExist(err) {
 			return false, LockInfo{}, nil
