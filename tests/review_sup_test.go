@@ -83,3 +83,21 @@ func supProcessPhase(t *testing.T, dir string) string {
 	}
 	return st.AgentProcess.Phase
 }
+
+// TestResumeStoppedBeforeItsFirstTickKeepsElapsed: a resume that stops
+// before its first tick (here the agent program is gone from PATH) keeps
+// the elapsed time of the earlier invocations; it must not start the time
+// budget afresh.
+func TestResumeStoppedBeforeItsFirstTickKeepsElapsed(t *testing.T) {
+	dir := resumeRepo(t, map[string]string{"TASK.md": "Do it.\n"})
+	code, _, stderr := resRunr(t, dir, nil, "run", "--task", "TASK.md", "--time", "2s", "--", "fakeagent", "--do", "sleep 30s")
+	require.Equal(t, 124, code, stderr)
+	first := resReadState(t, dir)
+	require.GreaterOrEqual(t, first.ElapsedMS, int64(2000))
+
+	code, stdout, errOut := resRunr(t, dir, []string{"PATH=/usr/bin:/bin"}, "resume", "latest", "--time", "1m")
+	require.Equal(t, 35, code, "%s\n%s", stdout, errOut)
+	after := resReadState(t, dir)
+	require.Equal(t, "worker_not_found", after.StopReason.Code)
+	assert.Equal(t, first.ElapsedMS, after.ElapsedMS, "elapsed_ms is cumulative")
+}

@@ -35,7 +35,6 @@ func internalStop(err error) *stop {
 func (s *Supervisor) loop(ctx context.Context) (*state.State, error) {
 	st := s.st
 	s.started = s.o.Now()
-	s.baseMS = st.ElapsedMS
 	if st.Budget.TimeMS > 0 {
 		s.deadline = s.started.Add(time.Duration(st.Budget.TimeMS-st.ElapsedMS) * time.Millisecond)
 	}

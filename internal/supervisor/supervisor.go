@@ -157,6 +157,9 @@ func (s *Supervisor) Start(ctx context.Context) (*state.State, error) {
 // reset); the run's lock is taken here.
 func (s *Supervisor) Continue(ctx context.Context, st *state.State) (*state.State, error) {
 	s.st = st
+	// Set before anything can stop the run: a stop before the first tick
+	// saves the elapsed time of the earlier invocations, not zero.
+	s.baseMS = st.ElapsedMS
 	if s.lock == nil {
 		lock, err := s.store.Acquire(st.RunID)
 		if err != nil {
