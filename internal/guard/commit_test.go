@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -113,4 +114,46 @@ func TestAddWorktreeErrors(t *testing.T) {
 	err = AddWorktree(ctx, repo, filepath.Join(t.TempDir(), "two"), "runr/same")
 	require.Error(t, err, "the branch exists already")
 	assert.Contains(t, err.Error(), "runr/same")
+}
+
+// A checkpoint commit is runr's own record of approved work in an unattended
+// run: the user's commit hooks do not judge it (the run's verify commands
+// did) and it is not signed (nobody is there to type a passphrase, and a
+// pinentry waiting on the terminal would hang the run).
+func TestCommitAllSkipsHooksAndSigning(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	commitFiles(t, repo, map[string]string{"a.txt": "a\n"})
+
+	ran := filepath.Join(t.TempDir(), "ran")
+	script := "#!/bin/sh\necho \"$0\" >> " + ran + "\nexit 1\n"
+	for _, hook := range []string{"pre-commit", "commit-msg", "prepare-commit-msg"} {
+		require.NoError(t, os.WriteFile(filepath.Join(repo, ".git", "hooks", hook), []byte(script), 0o755))
+	}
+	gpg := filepath.Join(t.TempDir(), "fake-gpg")
+	require.NoError(t, os.WriteFile(gpg, []byte(script), 0o755))
+	gitT(t, repo, "config", "commit.gpgsign", "true")
+	gitT(t, repo, "config", "gpg.program", gpg)
+
+	writeFile(t, repo, "a.txt", "changed\n")
+	sha, err := CommitAll(ctx, repo, "runr: milestone 1", nil)
+	require.NoError(t, err)
+	require.Len(t, sha, 40)
+	assert.Equal(t, "runr: milestone 1", gitT(t, repo, "log", "-1", "--format=%s"))
+	assert.Empty(t, sigOf(t, repo), "the commit is not signed")
+	_, err = os.Stat(ran)
+	assert.ErrorIs(t, err, os.ErrNotExist, "no hook or signing program ran")
+	assert.Equal(t, "true", gitT(t, repo, "config", "commit.gpgsign"), "the user's config is left as it was")
+}
+
+// sigOf returns the gpgsig header of HEAD, "" when it has none.
+func sigOf(t *testing.T, repo string) string {
+	t.Helper()
+	for _, line := range strings.Split(gitT(t, repo, "cat-file", "commit", "HEAD"), "\n") {
+		if strings.HasPrefix(line, "gpgsig") {
+			return line
+		}
+	}
+	return ""
 }
