@@ -196,6 +196,10 @@ func hashPaths(ctx context.Context, top string, paths []string) (Baseline, error
 			hashes[p] = "directory"
 		case !info.Mode().IsRegular():
 			hashes[p] = "special:" + info.Mode().Type().String()
+		case !readable(full):
+			// git cannot hash what it cannot read; what can be seen of the
+			// file still tells most changes apart.
+			hashes[p] = fmt.Sprintf("unreadable:%d:%d", info.Size(), info.ModTime().UnixNano())
 		default:
 			files = append(files, p)
 		}
@@ -220,6 +224,16 @@ func hashPaths(ctx context.Context, top string, paths []string) (Baseline, error
 		hashes[p] = ids[i]
 	}
 	return hashes, nil
+}
+
+// readable reports whether the file at path can be opened for reading.
+func readable(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
 }
 
 // quotePath writes p in git's C-style quoting, which `git hash-object

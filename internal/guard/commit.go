@@ -32,7 +32,8 @@ func AddWorktree(ctx context.Context, repo, path, branch string) error {
 
 // CommitAll stages every change of the working tree at dir (git add --all),
 // except the exclude paths (relative to the repository root; changes already
-// staged for them stay staged), and commits with message. It returns the new
+// staged for them stay staged), and commits with message. Files git cannot
+// add (unreadable ones, names git refuses) stay out of the commit, untracked. It returns the new
 // commit, or "" when there was nothing to commit. The commit runs no hooks and
 // is not signed, whatever the git config says. When git has no user.name or
 // user.email, the commit is made as runr <runr@localhost> through -c options
@@ -42,11 +43,7 @@ func CommitAll(ctx context.Context, dir, message string, exclude []string) (stri
 	if err != nil {
 		return "", err
 	}
-	addArgs := []string{"-c", "advice.addEmbeddedRepo=false", "add", "--all", "--", ":/"}
-	for _, e := range exclude {
-		addArgs = append(addArgs, ":(top,literal,exclude)"+e)
-	}
-	if _, err := git(ctx, top, addArgs...); err != nil {
+	if err := addAll(ctx, gitCmd{dir: top}, exclude); err != nil {
 		return "", fmt.Errorf("stage the changes in %s: %w", top, err)
 	}
 
