@@ -27,11 +27,18 @@ type Violation struct {
 // error names the pattern and says what is wrong.
 func ValidGlob(pattern string) error {
 	p := normalizePattern(pattern)
+	segments := strings.Split(p, "/")
 	switch {
-	case p == "":
-		return fmt.Errorf("%w %q: a pattern must not be empty", ErrBadGlob, pattern)
-	case slices.Contains(strings.Split(p, "/"), ".."):
+	case p == "" || p == ".":
+		return fmt.Errorf("%w %q: a pattern must not be empty; to allow the whole repository, leave scope.allow empty", ErrBadGlob, pattern)
+	case strings.HasPrefix(p, "!"):
+		// In a .gitignore a leading ! negates; here it would be a literal
+		// name and match nothing, so the files meant to be kept out would pass.
+		return fmt.Errorf("%w %q: a leading ! does not negate a pattern here; list the paths to keep out under scope.deny (write \\! for a name that starts with !)", ErrBadGlob, pattern)
+	case slices.Contains(segments, ".."):
 		return fmt.Errorf("%w %q: patterns are relative to the repository root and cannot use ..", ErrBadGlob, pattern)
+	case slices.Contains(segments, "."):
+		return fmt.Errorf("%w %q: git names paths without . segments; drop them", ErrBadGlob, pattern)
 	case !doublestar.ValidatePattern(p):
 		return fmt.Errorf("%w %q: check its brackets and braces (patterns are globs like \"api/**\" or \"*.md\")", ErrBadGlob, pattern)
 	}
@@ -73,7 +80,8 @@ func matchScope(pattern, p string) bool {
 // number of them, and `?`, `[...]` and `{a,b}` work as usual. Like a
 // .gitignore entry, a pattern that matches a directory covers everything under
 // it, so `docs` and `docs/` mean the same as `docs/**`. A leading "/" or "./"
-// is dropped.
+// is dropped. A leading "!" is refused rather than read as a literal name: it
+// does not negate, as it would in a .gitignore.
 func CheckScope(paths, allow, deny []string) ([]Violation, error) {
 	allowN, err := normalizeAll("scope.allow", allow)
 	if err != nil {

@@ -44,6 +44,10 @@ func TestCheckScope(t *testing.T) {
 			want: []Violation{{Path: "web/odd\nname .go", Rule: RuleAllow}}},
 		{name: "nested repository entry", paths: []string{"vendor/lib/"}, deny: []string{"vendor/**"},
 			want: []Violation{{Path: "vendor/lib/", Rule: RuleDeny, Pattern: "vendor/**"}}},
+		{name: "leading ./ and trailing / dropped", paths: []string{"a", "a/b.go", "ab", "dir/x/y", "dirx"}, allow: []string{"./a", "dir/"},
+			want: []Violation{{Path: "ab", Rule: RuleAllow}, {Path: "dirx", Rule: RuleAllow}}},
+		{name: "escaped bang is a name", paths: []string{"!bang.txt", "bang.txt"}, deny: []string{`\!bang.txt`},
+			want: []Violation{{Path: "!bang.txt", Rule: RuleDeny, Pattern: `\!bang.txt`}}},
 		{name: "braces and classes", paths: []string{"a.go", "a.ts", "b.py"}, allow: []string{"*.{go,ts}"},
 			want: []Violation{{Path: "b.py", Rule: RuleAllow}}},
 	}
@@ -66,6 +70,18 @@ func TestCheckScopeBadGlob(t *testing.T) {
 	_, err = CheckScope([]string{"a"}, nil, []string{"{a,b"})
 	require.ErrorIs(t, err, ErrBadGlob)
 	assert.Contains(t, err.Error(), "scope.deny")
+
+	// A gitignore-style negation would silently match nothing (only a file
+	// named "!generated/x"), leaving the files it meant to keep out allowed.
+	_, err = CheckScope([]string{"generated/x.go"}, []string{"**"}, []string{"!src/**"})
+	require.ErrorIs(t, err, ErrBadGlob)
+	assert.Contains(t, err.Error(), `"!src/**"`)
+	assert.Contains(t, err.Error(), "scope.deny")
+
+	// "." would match no path git reports, so every change would be outside.
+	_, err = CheckScope([]string{"a.go"}, []string{"."}, nil)
+	require.ErrorIs(t, err, ErrBadGlob)
+	assert.Contains(t, err.Error(), "empty")
 }
 
 func TestCheckScopeOnRealRename(t *testing.T) {
@@ -102,6 +118,12 @@ func TestValidGlob(t *testing.T) {
 		{"a/../b", false},
 		{"[abc", false},
 		{"{a,b", false},
+		{"!secrets/**", false},
+		{"!", false},
+		{`\!bang.txt`, true},
+		{"[!a]*.go", true},
+		{".", false},
+		{"a/./b", false},
 	}
 	for _, tt := range tests {
 		err := ValidGlob(tt.pattern)
