@@ -78,3 +78,21 @@ func TestWriteAtomicReaderSeesWholeFiles(t *testing.T) {
 	require.NoError(t, readErr, "a reader saw a partial file")
 	assert.Positive(t, reads)
 }
+
+// Every failing write leaves the directory as it was: no temporary file, and
+// the target unchanged.
+func TestWriteAtomicFailureLeavesNoTemp(t *testing.T) {
+	dir := t.TempDir()
+	// The rename fails: the target is a directory that is not empty.
+	target := filepath.Join(dir, "state.json")
+	require.NoError(t, os.MkdirAll(filepath.Join(target, "inside"), 0o755))
+	err := WriteAtomic(target, []byte("x"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), target)
+
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "only the directory that was there: %v", entries)
+	assert.Equal(t, "state.json", entries[0].Name())
+	assert.True(t, entries[0].IsDir())
+}
