@@ -117,12 +117,23 @@ func (s *Supervisor) runProcess(ctx context.Context, phase string, spec worker.S
 	return res, err
 }
 
-// gitContext is the context of runr's own git commands inside a tick: a
-// signal does not cut them short, because a git killed in the middle of a
-// commit leaves index.lock behind and the repository unusable until someone
-// removes it. They are brief and start no agent; the loop honours the
-// signal as soon as the tick is over.
-func gitContext(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+// gitContext is the context of runr's own git commands inside a tick: the
+// first signal does not cut them short, because a git killed in the middle
+// of a commit leaves index.lock behind and the repository unusable until
+// someone removes it. They are brief and start no agent; the loop honours
+// the signal as soon as the tick is over. A second SIGINT, the user's
+// "now", still ends them (a pre-commit hook may hang).
+func (s *Supervisor) gitContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		select {
+		case <-s.killNow:
+			cancel()
+		case <-gctx.Done():
+		}
+	}()
+	return gctx, cancel
+}
 
 // interrupted names the stop when a process was cut short by a signal or
 // by the time budget.
@@ -211,7 +222,9 @@ func (s *Supervisor) implement(ctx context.Context) *stop {
 		return &stop{code: stopreasons.Stalled, condition: "agent.idle_timeout", threshold: s.cfg.Agent.IdleTimeout.String(),
 			message: fmt.Sprintf("the agent printed nothing for %s", s.cfg.Agent.IdleTimeout)}
 	}
-	if sp := s.afterImplement(gitContext(ctx)); sp != nil {
+	gctx, cancel := s.gitContext(ctx)
+	defer cancel()
+	if sp := s.afterImplement(gctx); sp != nil {
 		s.closeAttempt(state.OutcomeStopped, "", "")
 		return sp
 	}
@@ -522,7 +535,8 @@ func (s *Supervisor) review(ctx context.Context) *stop {
 // checkpoint records an approved milestone, commits it when asked, and
 // moves on.
 func (s *Supervisor) checkpoint(ctx context.Context) *stop {
-	ctx = gitContext(ctx)
+	ctx, cancel := s.gitContext(ctx)
+	defer cancel()
 	st := s.st
 	m := s.milestone()
 	m.Status = state.MilestoneApproved
