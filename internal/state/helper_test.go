@@ -3,10 +3,13 @@ package state
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -80,6 +83,42 @@ func runHelper(mode, home, id string) error {
 		fmt.Println("locked")
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		return l.Release()
+	case "diskfull":
+		// Append events while the disk fills up for a moment: the file
+		// size limit stands in for a full disk, and is lifted again, as
+		// space comes back when something else frees it.
+		signal.Ignore(syscall.SIGXFSZ)
+		tl, err := s.OpenTimeline(id)
+		if err != nil {
+			return err
+		}
+		big := map[string]any{"output": strings.Repeat("x", 4096)}
+		if err := tl.Append("before", 1, "implement", nil); err != nil {
+			return err
+		}
+		fi, err := os.Stat(s.TimelinePath(id))
+		if err != nil {
+			return err
+		}
+		var lim syscall.Rlimit
+		if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+			return err
+		}
+		full := lim
+		full.Cur = uint64(fi.Size()) + 100
+		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &full); err != nil {
+			return err
+		}
+		if err := tl.Append("cut", 2, "implement", big); err == nil {
+			return errors.New("an append past the size limit did not fail")
+		}
+		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+			return err
+		}
+		if err := tl.Append("after", 3, "implement", nil); err != nil {
+			return err
+		}
+		return tl.Close()
 	case "probe":
 		// Ask whether the run is held, as `runr status` does, over and over
 		// until killed.

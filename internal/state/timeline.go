@@ -22,6 +22,10 @@ type Timeline struct {
 	f    *os.File
 	path string
 	seq  int64
+	// cutTo is the size to cut the file back to before the next write, when
+	// a failed write left part of an event behind and cutting it off failed
+	// too; -1 when the file ends with a whole event.
+	cutTo int64
 }
 
 // TimelinePath is the timeline.jsonl of run id.
@@ -53,7 +57,7 @@ func (s *Store) OpenTimeline(id string) (*Timeline, error) {
 		f.Close()
 		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "read timeline %s", path)
 	}
-	return &Timeline{f: f, path: path, seq: seq}, nil
+	return &Timeline{f: f, path: path, seq: seq, cutTo: -1}, nil
 }
 
 func truncateTail(f *os.File, end int64) error {
@@ -140,8 +144,10 @@ func parseEvent(line []byte) (Event, error) {
 
 // Append writes one event. Each event is a single write(2) of one line, so
 // a concurrent reader or a crash sees whole lines and at most a partial last
-// one. Events are not synced one by one: losing the last few to a power cut
-// is acceptable, state.json is the durable record.
+// one. A write that fails part way (a full disk) has its fragment cut off,
+// now or before the next event, so that later events never join onto it.
+// Events are not synced one by one: losing the last few to a power cut is
+// acceptable, state.json is the durable record.
 func (t *Timeline) Append(typ string, tick int, phase string, data map[string]any) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -153,11 +159,33 @@ func (t *Timeline) Append(typ string, tick int, phase string, data map[string]an
 	if err != nil {
 		return stopreasons.Wrap(stopreasons.InternalError, err, "encode %s event for %s", typ, t.path)
 	}
-	if _, err := t.f.Write(append(line, '\n')); err != nil {
+	if t.cutTo >= 0 {
+		if err := t.f.Truncate(t.cutTo); err != nil {
+			return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "cut a partial event off timeline %s", t.path)
+		}
+		t.cutTo = -1
+	}
+	if n, err := t.f.Write(append(line, '\n')); err != nil {
+		if n > 0 {
+			t.cutPartial(int64(n))
+		}
 		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "append to timeline %s", t.path)
 	}
 	t.seq = ev.Seq
 	return nil
+}
+
+// cutPartial removes the last n bytes, the part of an event a failed write
+// left, or remembers to remove them before the next write.
+func (t *Timeline) cutPartial(n int64) {
+	fi, err := t.f.Stat()
+	if err != nil {
+		return // fstat of an open file fails only on a broken file system
+	}
+	t.cutTo = fi.Size() - n
+	if t.f.Truncate(t.cutTo) == nil {
+		t.cutTo = -1
+	}
 }
 
 // Close syncs and closes the timeline.

@@ -190,3 +190,22 @@ func BenchmarkScanTimeline(b *testing.B) {
 		require.Equal(b, events, n)
 	}
 }
+
+// An event that could only be written in part (the disk was full) must not
+// leave its fragment in the file: later events would join onto it, and the
+// corrupt line in the middle would make the whole timeline unreadable.
+func TestTimelineAppendAfterFailedWrite(t *testing.T) {
+	s, st := newRun(t)
+	h := startHelper(t, "diskfull", s.Home, st.RunID)
+	err := h.cmd.Wait()
+	h.done = true
+	require.NoError(t, err, "helper: %s", h.stderr.String())
+
+	evs := scanAll(t, s.TimelinePath(st.RunID))
+	types := make([]string, len(evs))
+	for i, e := range evs {
+		types[i] = e.Type
+	}
+	assert.Equal(t, []string{"before", "after"}, types)
+	assert.Equal(t, []int64{1, 2}, seqs(evs))
+}
