@@ -77,10 +77,10 @@ func (s *Supervisor) loop(ctx context.Context) (*state.State, error) {
 		if v.Stop != nil {
 			return s.finish(s.verdictStop(v.Stop))
 		}
+		s.event("tick", map[string]any{"phase": phase, "next": st.Phase, "milestone": st.MilestoneIndex + 1, "iteration": st.Iteration})
 		if err := s.save(); err != nil {
 			return s.finish(internalStop(err))
 		}
-		s.event("tick", map[string]any{"phase": phase, "next": st.Phase, "milestone": st.MilestoneIndex + 1, "iteration": st.Iteration})
 		s.report("tick", "")
 	}
 }
@@ -213,8 +213,11 @@ func (s *Supervisor) finish(sp *stop) (*state.State, error) {
 		st.ResumeFrom = nil
 		st.Phase = state.PhaseStopped
 	}
-	err := s.save()
 	s.event("stop", map[string]any{"code": string(sp.code), "condition": sp.condition, "message": sp.message, "exit_code": reason.ExitCode})
+	err := s.save()
+	// The stop is the run's last record: the timeline keeps it even when
+	// state.json could not be written.
+	s.flushEvents()
 	if s.log != nil {
 		s.log.Info("run stopped", zap.String("code", string(sp.code)), zap.String("message", sp.message))
 	}

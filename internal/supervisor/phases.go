@@ -103,10 +103,10 @@ func (s *Supervisor) runProcess(ctx context.Context, phase string, spec worker.S
 	}
 	spec.OnStart = func(p worker.Proc) {
 		s.st.AgentProcess = &state.Process{PID: p.PID, PGID: p.PGID, StartTime: p.StartTime, StartedAt: p.StartedAt.UTC(), Phase: phase, Argv0: spec.Argv[0]}
+		s.event("process_started", map[string]any{"pid": p.PID, "pgid": p.PGID, "argv0": spec.Argv[0]})
 		if err := s.save(); err != nil {
 			s.log.Warn("state save at process start failed", zap.Error(err))
 		}
-		s.event("process_started", map[string]any{"pid": p.PID, "pgid": p.PGID, "argv0": spec.Argv[0]})
 	}
 	res, err := worker.Run(ctx, spec)
 	s.st.AgentProcess = nil

@@ -86,7 +86,8 @@ type Supervisor struct {
 	lastOutput     string
 	treeBefore     string // tree hash before the current agent call
 	sessionID      string
-	reviewRepeated bool // the last review asked for the same changes as the one before
+	reviewRepeated bool           // the last review asked for the same changes as the one before
+	pending        []pendingEvent // events waiting for the next write of state.json
 }
 
 type signalStop struct {
@@ -421,21 +422,46 @@ func (s *Supervisor) elapsed() time.Duration {
 	return time.Duration(s.baseMS)*time.Millisecond + s.o.Now().Sub(s.started)
 }
 
+// event records an event of the run at its current tick and phase. It
+// reaches the timeline with the next write of state.json, after it: the
+// timeline never tells of an attempt, an approval or a commit that
+// state.json does not hold (DESIGN §2: persist, then timeline).
 func (s *Supervisor) event(typ string, data map[string]any) {
+	s.pending = append(s.pending, pendingEvent{typ: typ, tick: s.st.Tick, phase: s.st.Phase, data: data})
+}
+
+type pendingEvent struct {
+	typ   string
+	tick  int
+	phase string
+	data  map[string]any
+}
+
+// flushEvents appends the recorded events to the timeline.
+func (s *Supervisor) flushEvents() {
+	events := s.pending
+	s.pending = nil
 	if s.tl == nil {
 		return
 	}
-	if err := s.tl.Append(typ, s.st.Tick, s.st.Phase, data); err != nil && s.log != nil {
-		s.log.Warn("timeline append failed", zap.Error(err))
+	for _, e := range events {
+		if err := s.tl.Append(e.typ, e.tick, e.phase, e.data); err != nil && s.log != nil {
+			s.log.Warn("timeline append failed", zap.Error(err))
+		}
 	}
 }
 
+// save writes state.json, then the events it now holds to the timeline.
 func (s *Supervisor) save() error {
 	s.st.ElapsedMS = s.elapsed().Milliseconds()
 	if s.started.IsZero() {
 		s.st.ElapsedMS = s.baseMS
 	}
-	return s.store.Save(s.st)
+	if err := s.store.Save(s.st); err != nil {
+		return err
+	}
+	s.flushEvents()
+	return nil
 }
 
 // watchSignals turns the first signal into a stop of the run and a second
