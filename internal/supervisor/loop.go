@@ -41,45 +41,56 @@ func (s *Supervisor) loop(ctx context.Context) (*state.State, error) {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	unwatch := s.watchSignals(cancel)
-	defer unwatch()
+	sp := s.ticks(runCtx)
+	// Signals that come while the stop is recorded stay in the channel for
+	// whoever reads it next (the auto-resume wait). One the watcher took
+	// after the stop was decided must not be lost either: it overrules a
+	// stop that an auto-resume would retry.
+	unwatch()
+	if sig := s.signalled(); sig != nil && sp.condition != "signal" && stopreasons.AutoResumable(sp.code) {
+		sp = s.signalStop(sig)
+	}
+	return s.finish(sp)
+}
 
+// ticks works through the ticks until a stop is decided.
+func (s *Supervisor) ticks(ctx context.Context) *stop {
+	st := s.st
 	st.RunStatus = stopreasons.RunRunning
 	if err := s.save(); err != nil {
-		return s.finish(internalStop(err))
+		return internalStop(err)
 	}
 	for {
 		if sig := s.signalled(); sig != nil {
-			return s.finish(s.signalStop(sig))
+			return s.signalStop(sig)
 		}
 		if !s.deadline.IsZero() && !s.o.Now().Before(s.deadline) {
 			// The budget ran out between ticks (or a resume started with
 			// none left): the evaluator names it.
 			if v := s.evaluate(); v.Stop != nil {
-				return s.finish(s.verdictStop(v.Stop))
+				return s.verdictStop(v.Stop)
 			}
 		}
 		st.Tick++
 		phase := st.Phase
 		s.report("tick", "")
-		stopNow := s.tick(runCtx, phase)
-		if stopNow != nil {
-			if stopNow.resumePhase == "" {
-				stopNow.resumePhase = phase
+		if sp := s.tick(ctx, phase); sp != nil {
+			if sp.resumePhase == "" {
+				sp.resumePhase = phase
 			}
 			// A stop inside the tick still records how close every rule
 			// was after it.
 			s.evaluate()
-			return s.finish(stopNow)
+			return sp
 		}
 		// After every tick: counters (updated by the phase), evaluate,
 		// persist, timeline.
-		v := s.evaluate()
-		if v.Stop != nil {
-			return s.finish(s.verdictStop(v.Stop))
+		if v := s.evaluate(); v.Stop != nil {
+			return s.verdictStop(v.Stop)
 		}
 		s.event("tick", map[string]any{"phase": phase, "next": st.Phase, "milestone": st.MilestoneIndex + 1, "iteration": st.Iteration})
 		if err := s.save(); err != nil {
-			return s.finish(internalStop(err))
+			return internalStop(err)
 		}
 		s.report("tick", "")
 	}

@@ -465,13 +465,16 @@ func (s *Supervisor) save() error {
 }
 
 // watchSignals turns the first signal into a stop of the run and a second
-// SIGINT into an immediate kill of the running process group.
+// SIGINT into an immediate kill of the running process group. The returned
+// function ends the watch and returns once the watcher takes no more
+// signals.
 func (s *Supervisor) watchSignals(cancel context.CancelCauseFunc) func() {
-	done := make(chan struct{})
 	if s.o.Signals == nil {
 		return func() {}
 	}
+	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(exited)
 		for {
 			select {
 			case <-done:
@@ -499,7 +502,10 @@ func (s *Supervisor) watchSignals(cancel context.CancelCauseFunc) func() {
 			}
 		}
 	}()
-	return func() { close(done) }
+	return func() {
+		close(done)
+		<-exited
+	}
 }
 
 var errSignal = errors.New("signal received")
