@@ -515,8 +515,10 @@ func (s *Supervisor) review(ctx context.Context) *stop {
 			s.nextMilestone()
 			return nil
 		}
+		// The rejected work was judged: a resume tries again at implement,
+		// with the review's notes, rather than asking the review again.
 		return &stop{code: stopreasons.ReviewRejected, condition: "review.command", message: "the review rejected milestone " + strconv.Itoa(st.MilestoneIndex+1),
-			details: map[string]any{"command": cmd}}
+			details: map[string]any{"command": cmd}, resumePhase: state.PhaseImplement}
 	default:
 		// 1 asks for changes; any other exit is a review that did not approve.
 		h := sha256.Sum256([]byte(strings.TrimSpace(notes)))
