@@ -183,6 +183,9 @@ func (s *Supervisor) Continue(ctx context.Context, st *state.State) (*state.Stat
 		s.dir = st.Worktree
 	}
 	s.sessionID = st.Usage.AgentSessionID
+	if stop := s.checkScopeGlobs(); stop != nil {
+		return s.finish(stop)
+	}
 	if stop := s.prepareAgent(); stop != nil {
 		return s.finish(stop)
 	}
@@ -239,6 +242,9 @@ func budgetOf(c *config.Config) state.Budget {
 // preflight runs the checks before the first tick: the agent program, the
 // dirty tree, the worktree, the claim. A non-nil stop ends the run there.
 func (s *Supervisor) preflight(ctx context.Context) *stop {
+	if stop := s.checkScopeGlobs(); stop != nil {
+		return stop
+	}
 	if stop := s.prepareAgent(); stop != nil {
 		return stop
 	}
@@ -544,4 +550,22 @@ func agentVersion(ctx context.Context, program string, args []string) string {
 	}
 	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
 	return line
+}
+
+// checkScopeGlobs refuses, before the first tick, a scope or lockfile glob
+// that the guards could not use; found only after the agent's first call, it
+// would cost that call.
+func (s *Supervisor) checkScopeGlobs() *stop {
+	for _, list := range []struct {
+		key      string
+		patterns []string
+	}{{"scope.allow", s.cfg.Scope.Allow}, {"scope.deny", s.cfg.Scope.Deny}, {"scope.lockfiles", s.cfg.Scope.Lockfiles}} {
+		for i, p := range list.patterns {
+			if err := guard.ValidGlob(p); err != nil {
+				return &stop{code: stopreasons.ConfigInvalid, condition: list.key,
+					message: fmt.Sprintf("%s[%d]: %v", list.key, i, err)}
+			}
+		}
+	}
+	return nil
 }
