@@ -428,7 +428,7 @@ func TestDiagnoseFigures(t *testing.T) {
 			diagnosis: []string{"resets at 2026-11-22T03:00:00Z"},
 			actions:   []string{"runr resume " + runID + " --auto-resume"}},
 		{name: "user stop", run: "user_stopped", code: stopreasons.UserStopped, terminal: stopreasons.AbortedUser, exit: 130,
-			diagnosis: []string{"stopped by SIGINT at tick 4"},
+			diagnosis: []string{"stopped at tick 4 (SIGINT)"},
 			actions:   []string{"runr resume " + runID}},
 		{name: "complete", run: "complete", code: stopreasons.Complete, terminal: stopreasons.DoneSuccess, exit: 0,
 			diagnosis: []string{"2 of 2 milestones approved"},

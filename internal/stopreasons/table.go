@@ -280,7 +280,7 @@ var table = []Reason{
 	{
 		Code: UserStopped, Title: "Stopped by the user", Family: FamilyUser, ExitCode: 130, Category: CategoryGuardrail,
 		When:      "SIGINT (Ctrl+C), or `runr stop`",
-		Diagnosis: `The run was stopped by {{with .Message}}{{.}}{{else}}the user{{end}} at tick {{.Tick}}.`,
+		Diagnosis: `The run was stopped at tick {{.Tick}}{{with .Message}} ({{.}}){{end}}.`,
 		NextActions: []string{
 			"continue where it stopped",
 			"runr resume {{.RunID}}",
@@ -289,7 +289,7 @@ var table = []Reason{
 	{
 		Code: Terminated, Title: "Terminated by a signal", Family: FamilyUser, ExitCode: 143, Category: CategoryGuardrail, AutoResumable: true,
 		When:      "SIGTERM or SIGHUP (CI cancel, pod eviction, lost terminal)",
-		Diagnosis: `runr received {{with .Message}}{{.}}{{else}}a termination signal{{end}} at tick {{.Tick}} and stopped the run cleanly.`,
+		Diagnosis: `runr was told to stop{{with .Message}} ({{.}}){{end}} at tick {{.Tick}} and stopped the run cleanly.`,
 		NextActions: []string{
 			"continue where it stopped",
 			"runr resume {{.RunID}}",
