@@ -276,7 +276,10 @@ func (s *Supervisor) afterImplement(ctx context.Context) *stop {
 	if err != nil {
 		return internalStop(err)
 	}
-	violations, err := guard.CheckScope(changed, s.cfg.Scope.Allow, s.cfg.Scope.Deny)
+	// The task file is runr's input, read once when the run started: an
+	// agent ticking its boxes is not out of scope.
+	inScope := slices.DeleteFunc(slices.Clone(changed), func(p string) bool { return p == st.Task.File })
+	violations, err := guard.CheckScope(inScope, s.cfg.Scope.Allow, s.cfg.Scope.Deny)
 	if err != nil {
 		return &stop{code: stopreasons.ConfigInvalid, message: err.Error()}
 	}
