@@ -267,7 +267,11 @@ func printPlan(io *IOStreams, plan *resume.Plan, opts *ResumeOptions) error {
 		fmt.Fprintf(w, "  reset %s\n", r)
 	}
 	if len(plan.ChangedKeys) > 0 {
-		fmt.Fprintf(w, "  config changed since the start: %s (a resume needs --force)\n", strings.Join(plan.ChangedKeys, ", "))
+		need := " (a resume needs --force)"
+		if opts.Force {
+			need = " (--force: the resume uses the new values)"
+		}
+		fmt.Fprintf(w, "  config changed since the start: %s%s\n", strings.Join(plan.ChangedKeys, ", "), need)
 	}
 	if opts.AutoResume {
 		fmt.Fprintln(w, "  auto-resume after a transient stop")

@@ -45,18 +45,20 @@ func Main(args []string, io *IOStreams) int {
 	if err != nil {
 		var se *stopError
 		if !errors.As(err, &se) {
-			printError(io, err)
+			printError(io, err, !*parsed)
 		}
 	}
 	return exitCode(err)
 }
 
-func printError(io *IOStreams, err error) {
+// printError reports an error on stderr; after a parse error (an unknown
+// flag or command, wrong arguments) it points to --help.
+func printError(io *IOStreams, err error, parseError bool) {
 	p := io.ErrPainter()
 	code := stopreasons.CodeOf(err)
 	msg := err.Error()
 	fmt.Fprintf(io.Err, "%s %s\n", p.Red("runr: error:"), msg)
-	if code == stopreasons.UsageError && !strings.Contains(msg, "--help") {
+	if parseError && !strings.Contains(msg, "--help") {
 		fmt.Fprintln(io.Err, p.Dim("Run 'runr --help' for usage."))
 	}
 	fmt.Fprintf(io.Err, "%s\n", p.Dim(fmt.Sprintf("(%s, exit %d)", code, stopreasons.ExitCode(code))))

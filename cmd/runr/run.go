@@ -133,6 +133,10 @@ func runRun(opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Agent.Kind == "command" && len(cfg.Agent.Command) == 0 {
+		// Like a missing task, nothing to run: no run is created.
+		return stopreasons.Errorf(stopreasons.UsageError, "no agent: give its argv after -- (runr run --task TASK.md -- ./my-agent.sh), pass --agent claude|codex|gemini|opencode|aider, or set agent.kind / agent.command in runr.yaml")
+	}
 	store, err := openStore(io, opts.Global)
 	if err != nil {
 		return err

@@ -27,8 +27,8 @@ func newStatusCmd(io *IOStreams, g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [<id>|latest]",
 		Short: "Show runs at a glance, or one run in detail",
-		Long: `Without an argument, list the runs of this repository: id, status, reason,
-exit code, ticks, milestones approved, elapsed time, start. A run whose state
+		Long: `Without an argument, list the runs of this repository: id, stop reason,
+exit code, ticks, milestones approved, elapsed time, start, status. A run whose state
 says running but whose runr process is gone is shown as crashed.
 With a run id (or latest), show that run in detail, with how close each stop
 rule is to firing.`,
