@@ -88,3 +88,11 @@ func TestColourOnlyOnATerminal(t *testing.T) {
 		assert.Equal(t, tc.colour, bytes.Contains(out.Bytes(), []byte("\x1b[")), tc.name)
 	}
 }
+
+func TestNoColorEnvironmentTurnsColourOff(t *testing.T) {
+	t.Setenv("NO_COLOR", "1")
+	s := DefaultStreams()
+	s.OutTTY, s.ErrTTY = true, true
+	assert.False(t, s.ColorOut(), "NO_COLOR set: no colour on stdout even on a terminal")
+	assert.False(t, s.ColorErr(), "NO_COLOR set: no colour on stderr even on a terminal")
+}
