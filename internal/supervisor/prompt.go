@@ -29,8 +29,8 @@ func taskTitle(task string) string {
 	for _, line := range strings.Split(task, "\n") {
 		line = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(line), "#"))
 		if line != "" {
-			if len(line) > 120 {
-				line = line[:120] + "…"
+			if r := []rune(line); len(r) > 120 {
+				line = string(r[:120]) + "…"
 			}
 			return line
 		}

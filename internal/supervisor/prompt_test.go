@@ -1,0 +1,120 @@
+package supervisor
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runr-dev/runr/internal/agents"
+	"github.com/runr-dev/runr/internal/state"
+)
+
+func goals(ms []state.Milestone) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Goal)
+	}
+	return out
+}
+
+func TestMilestones(t *testing.T) {
+	tests := []struct {
+		name string
+		task string
+		want []string
+	}{
+		{"checklist", "# Work\n- [ ] fix Add\n- [x] done already\n  * [ ] nested star item  \n+ [ ] plus item\n- [] not an item\n", []string{"fix Add", "nested star item", "plus item"}},
+		{"no checklist: the title", "\n## Make the tests pass\n\nSome text.\n", []string{"Make the tests pass"}},
+		{"only checked items: the title", "# All done\n- [x] a\n", []string{"All done"}},
+		{"empty", "  \n", []string{"the task"}},
+		{"long title cut on a rune", strings.Repeat("é", 130), []string{strings.Repeat("é", 120) + "…"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ms := Milestones(tt.task)
+			assert.Equal(t, tt.want, goals(ms))
+			for _, m := range ms {
+				assert.Equal(t, state.MilestonePending, m.Status)
+			}
+		})
+	}
+}
+
+func promptState(task string, milestone int, failure *state.Failure, outcome string) *state.State {
+	st := &state.State{Task: state.Task{Prompt: task}, Milestones: Milestones(task), MilestoneIndex: milestone}
+	if outcome != "" {
+		st.Milestones[milestone].Attempts = []state.Attempt{{Outcome: outcome}}
+	}
+	st.LastFailure = failure
+	return st
+}
+
+// An agent that echoes its prompt must never signal by doing so: the
+// prompt has no line that is a completion signal on its own.
+func TestPromptNeverSignalsWhenEchoed(t *testing.T) {
+	const promise = "<promise>COMPLETE</promise>"
+	task := "# Work\n- [ ] fix Add\n- [ ] add Max\n"
+	for _, st := range []*state.State{
+		promptState(task, 0, nil, ""),
+		promptState(task, 1, &state.Failure{Phase: state.PhaseVerify, Command: "go test ./...", ExitCode: 1, Tail: "FAIL"}, state.OutcomeFailed),
+		promptState("just one thing", 0, &state.Failure{Phase: state.PhaseImplement, ExitCode: 2, Tail: "boom"}, state.OutcomeFailed),
+	} {
+		prompt := BuildPrompt(st, promise)
+		sig, _ := agents.DetectSignal(prompt, promise, "")
+		assert.Equal(t, agents.SignalNone, sig, "the prompt alone signals:\n%s", prompt)
+		assert.Contains(t, prompt, "`RUNR_STATUS: done`", "the prompt says how to signal")
+		assert.Contains(t, prompt, promise)
+	}
+}
+
+func TestPromptCarriesTheMilestoneAndFeedback(t *testing.T) {
+	task := "# Work\n- [ ] fix Add\n- [ ] add Max\n"
+	tests := []struct {
+		name    string
+		failure *state.Failure
+		outcome string
+		want    []string
+		not     []string
+	}{
+		{"first attempt: no feedback", nil, "", []string{"# Current milestone (2 of 2)", "add Max"}, []string{"# Feedback"}},
+		{"a failed check", &state.Failure{Phase: state.PhaseVerify, Command: "go test ./...", ExitCode: 1, Tail: "--- FAIL: TestMax"}, state.OutcomeFailed,
+			[]string{"The check `go test ./...` failed with exit code 1", "--- FAIL: TestMax"}, nil},
+		{"the review's notes", &state.Failure{Phase: state.PhaseReview, Command: "./review.sh", ExitCode: 1, Notes: "name it Maximum"}, state.OutcomeRejected,
+			[]string{"The review (`./review.sh`) did not approve", "name it Maximum"}, nil},
+		{"the agent's own error", &state.Failure{Phase: state.PhaseImplement, ExitCode: 3, Tail: "model exploded"}, state.OutcomeFailed,
+			[]string{"The last agent call failed (exit 3)", "model exploded"}, nil},
+		{"an approved last attempt: no stale feedback", &state.Failure{Phase: state.PhaseVerify, Command: "go test", Tail: "old"}, state.OutcomeApproved,
+			nil, []string{"# Feedback", "old"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prompt := BuildPrompt(promptState(task, 1, tt.failure, tt.outcome), "<promise>COMPLETE</promise>")
+			require.Contains(t, prompt, "# Task")
+			for _, w := range tt.want {
+				assert.Contains(t, prompt, w)
+			}
+			for _, n := range tt.not {
+				assert.NotContains(t, prompt, n)
+			}
+		})
+	}
+}
+
+func TestStatisticsJudgeFinishedAttemptsOnly(t *testing.T) {
+	st := &state.State{Milestones: []state.Milestone{
+		{Status: state.MilestoneApproved, Attempts: []state.Attempt{{Outcome: state.OutcomeFailed}, {Outcome: state.OutcomeApproved}}},
+		{Status: state.MilestoneApproved, Attempts: []state.Attempt{{Outcome: state.OutcomeIncomplete}, {Outcome: state.OutcomeApproved}}},
+		{Status: state.MilestoneFailed, Attempts: []state.Attempt{{Outcome: state.OutcomeFailed}, {Outcome: state.OutcomeFailed}}},
+		{Status: state.MilestoneInProgress, Attempts: []state.Attempt{{Outcome: state.OutcomeStopped}}},
+		{Status: state.MilestonePending},
+	}}
+	s := statistics(st)
+	assert.Equal(t, 5, s.TotalMilestones)
+	assert.Equal(t, 3, s.Attempted, "a milestone whose only attempt was cut short is not attempted")
+	assert.Equal(t, 2, s.Approved)
+	assert.Equal(t, 1, s.Failed)
+	assert.InDelta(t, 2.0/3, s.RetryRate, 1e-9, "an incomplete iteration is not a retry")
+	assert.InDelta(t, 1.0/3, s.RejectRate, 1e-9)
+}
