@@ -34,15 +34,24 @@ const stopPoll = 200 * time.Millisecond
 // wait, so no other runr starts on it meanwhile. A signal or a `runr stop`
 // during the wait ends the run there (user_stopped or terminated), recorded
 // in state.json like any stop. It returns the last stop.
-func autoResume(env autoResumeEnv, st *state.State) (*state.State, error) {
+func autoResume(env autoResumeEnv, lock *state.Lock, st *state.State) (*state.State, error) {
+	// The supervisors run with KeepLock, so the lock is held from one
+	// continuation to the next and released here, whatever happens.
+	defer func() {
+		if lock != nil {
+			lock.Release()
+		}
+	}()
 	for done := 0; ; done++ {
 		wait, ok := resume.NextWait(st, env.cfg.Resume, done, time.Now())
 		if !ok {
 			return st, nil
 		}
-		lock, err := env.store.Acquire(st.RunID)
-		if err != nil {
-			return st, err
+		if lock == nil {
+			var err error
+			if lock, err = env.store.Acquire(st.RunID); err != nil {
+				return st, err
+			}
 		}
 		reason := st.StopReason.Code
 		until := time.Now().Add(wait)
@@ -60,19 +69,19 @@ func autoResume(env autoResumeEnv, st *state.State) (*state.State, error) {
 				err = werr
 			}
 			env.store.ClearStopRequest(st.RunID)
-			lock.Release()
 			return st, err
 		}
 
 		resume.RecordAuto(st, time.Now(), wait)
 		plan, err := resume.Prepare(st, env.cfg, resume.Request{}, false)
 		if err != nil {
-			lock.Release()
 			return st, err
 		}
 		sup := env.newSup()
 		sup.Lock(lock)
-		if st, err = sup.Continue(context.Background(), plan.State); err != nil {
+		st, err = sup.Continue(context.Background(), plan.State)
+		lock = sup.HeldLock()
+		if err != nil {
 			return st, err
 		}
 	}

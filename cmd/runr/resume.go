@@ -175,6 +175,7 @@ func resumeRun(opts *ResumeOptions) error {
 			Prompt:   st.Task.Prompt,
 			Signals:  sigs,
 			Progress: live.update,
+			KeepLock: opts.AutoResume,
 		})
 	}
 	sup := newSup()
@@ -194,7 +195,9 @@ func resumeRun(opts *ResumeOptions) error {
 	}
 	st, err = sup.Continue(context.Background(), st)
 	if opts.AutoResume && err == nil {
-		st, err = autoResume(autoResumeEnv{io: io, store: store, cfg: plan.Config, sigs: sigs, live: live, newSup: newSup}, st)
+		st, err = autoResume(autoResumeEnv{io: io, store: store, cfg: plan.Config, sigs: sigs, live: live, newSup: newSup}, sup.HeldLock(), st)
+	} else if l := sup.HeldLock(); l != nil {
+		l.Release()
 	}
 	live.done()
 	return finishRun(io, store, st, err, opts.JSON)

@@ -159,12 +159,16 @@ func runRun(opts *RunOptions) error {
 			Prompt:   prompt,
 			Signals:  sigs,
 			Progress: live.update,
+			KeepLock: opts.AutoResume,
 		})
 	}
-	st, err := newSup().Start(context.Background())
+	sup := newSup()
+	st, err := sup.Start(context.Background())
 	// --auto-resume continues in this process after a transient stop.
 	if opts.AutoResume && err == nil && st != nil {
-		st, err = autoResume(autoResumeEnv{io: io, store: store, cfg: cfg, sigs: sigs, live: live, newSup: newSup}, st)
+		st, err = autoResume(autoResumeEnv{io: io, store: store, cfg: cfg, sigs: sigs, live: live, newSup: newSup}, sup.HeldLock(), st)
+	} else if l := sup.HeldLock(); l != nil {
+		l.Release()
 	}
 	live.done()
 	if st == nil {

@@ -43,6 +43,11 @@ type Options struct {
 	Signals <-chan os.Signal
 	// Progress is called at the start and the end of every tick.
 	Progress func(Progress)
+	// KeepLock leaves the run's lock held when the run stops, for a caller
+	// that goes on with the run (--auto-resume waits holding it, so no other
+	// runr can take the run between two continuations); the caller takes it
+	// with HeldLock and releases it.
+	KeepLock bool
 	Now      func() time.Time
 }
 
@@ -223,11 +228,15 @@ func (s *Supervisor) release() {
 	if s.st != nil {
 		s.store.RemoveClaim(s.st.RunID)
 	}
-	if s.lock != nil {
+	if s.lock != nil && !s.o.KeepLock {
 		s.lock.Release()
 		s.lock = nil
 	}
 }
+
+// HeldLock is the run's lock, still held after the run stopped when
+// Options.KeepLock is set; nil otherwise.
+func (s *Supervisor) HeldLock() *state.Lock { return s.lock }
 
 func budgetOf(c *config.Config) state.Budget {
 	return state.Budget{
