@@ -32,6 +32,7 @@ type Details struct {
 var funcs = template.FuncMap{
 	"join":      strings.Join,
 	"paths":     ShowPaths,
+	"hasPrefix": strings.HasPrefix,
 	"shellJoin": ShellJoin,
 }
 

@@ -6,7 +6,7 @@ var table = []Reason{
 	{
 		Code: Complete, Title: "Run completed", Family: FamilySuccess, ExitCode: 0, Category: CategoryCompleted,
 		When:      "all milestones approved, or a success condition met",
-		Diagnosis: `The run completed: {{.Approved}} of {{.Total}} milestones approved{{with .Condition}} ({{.}}){{end}}.`,
+		Diagnosis: `The run completed: {{.Approved}} of {{.Total}} milestones approved{{if hasPrefix .Condition "stop.success"}}, and the success condition {{.Condition}} was met{{with .Message}} ({{.}}){{end}}{{end}}.`,
 		NextActions: []string{
 			"review the changes the agent made before merging them",
 			"runr status {{.RunID}}",
