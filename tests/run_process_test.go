@@ -202,6 +202,11 @@ func TestAgentIgnoringSIGTERMWithGrandchildHoldingStdout(t *testing.T) {
 	require.NoError(t, checkStoppedRun(dir, []string{"timeout"}))
 	b, _ := os.ReadFile(p.ready)
 	assert.Contains(t, string(b), "FAKEAGENT GRANDCHILD", "the grandchild really started")
+	// By runr's own clock the run ended within kill_grace + 1s of the
+	// budget (3s), though the agent ignored SIGTERM: not at the next tick.
+	st := readState(t, repo)
+	t.Logf("elapsed_ms %v", st["elapsed_ms"])
+	assert.LessOrEqual(t, st["elapsed_ms"].(float64), float64(3000+1000+1000), "elapsed_ms")
 }
 
 func TestBackgroundChildOfASuccessfulCallIsKilled(t *testing.T) {
