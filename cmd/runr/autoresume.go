@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/runr-dev/runr/internal/config"
-	"github.com/runr-dev/runr/internal/doctor"
 	"github.com/runr-dev/runr/internal/resume"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
@@ -61,15 +60,7 @@ func autoResume(env autoResumeEnv, lock *state.Lock, st *state.State) (*state.St
 			Message: fmt.Sprintf("%s · attempt %d of %d", reason, done+1, env.cfg.Resume.MaxAutoResumes)})
 
 		if code, why := waitOrStop(env, st.RunID, until); code != "" {
-			resume.Interrupt(st, code, why+" during the auto-resume wait", time.Now())
-			err := env.store.Save(st)
-			appendEvent(env.store, st, "stop", map[string]any{"code": string(code), "condition": "signal", "message": st.StopReason.Message,
-				"exit_code": st.StopReason.ExitCode})
-			if werr := doctor.WriteStopFiles(env.store.RunDir(st.RunID), st); werr != nil && err == nil {
-				err = werr
-			}
-			env.store.ClearStopRequest(st.RunID)
-			return st, err
+			return env.newSup().StopWaiting(st, code, why+" during the auto-resume wait")
 		}
 
 		resume.RecordAuto(st, time.Now(), wait)

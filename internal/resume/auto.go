@@ -57,24 +57,3 @@ func RecordAuto(st *state.State, at time.Time, wait time.Duration) {
 	st.AutoResume.Count++
 	st.AutoResume.History = append(st.AutoResume.History, state.AutoResumeRecord{At: at.UTC(), Reason: code, WaitMS: wait.Milliseconds()})
 }
-
-// Interrupt records a stop that happened while no supervisor ran the run:
-// a signal during the auto-resume wait. The run keeps its resume_from.
-func Interrupt(st *state.State, code stopreasons.Code, message string, at time.Time) {
-	approved := 0
-	for _, m := range st.Milestones {
-		if m.Status == state.MilestoneApproved {
-			approved++
-		}
-	}
-	r := state.NewStopReason(code, approved, message)
-	r.Condition = "signal"
-	if idx := st.MilestoneIndex; idx >= 0 && idx < len(st.Milestones) {
-		r.Details = map[string]any{"milestone": idx + 1, "milestone_goal": st.Milestones[idx].Goal}
-	}
-	at = at.UTC()
-	st.StopReason = r
-	st.RunStatus = stopreasons.RunStatus(code)
-	st.StoppedAt = &at
-	st.Resumable = true
-}

@@ -235,20 +235,13 @@ func TestNextWait(t *testing.T) {
 	}
 }
 
-func TestRecordAutoAndInterrupt(t *testing.T) {
+func TestRecordAuto(t *testing.T) {
 	st := stopped()
 	st.StopReason = state.NewStopReason(stopreasons.Stalled, 1, "")
 	at := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	RecordAuto(st, at, time.Second)
 	assert.Equal(t, 1, st.AutoResume.Count)
 	assert.Equal(t, []state.AutoResumeRecord{{At: at, Reason: stopreasons.Stalled, WaitMS: 1000}}, st.AutoResume.History)
-
-	Interrupt(st, stopreasons.UserStopped, "SIGINT during the auto-resume wait", at)
-	assert.Equal(t, stopreasons.UserStopped, st.StopReason.Code)
-	assert.Equal(t, 130, st.StopReason.ExitCode)
-	assert.Equal(t, stopreasons.RunStopped, st.RunStatus)
-	assert.Equal(t, 2, st.StopReason.Details["milestone"])
-	assert.True(t, st.Resumable)
 }
 
 func TestLoadConfigKeepsRecordedSettingsAndSeesChanges(t *testing.T) {

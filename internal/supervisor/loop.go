@@ -179,6 +179,19 @@ func (s *Supervisor) signalStop(sig *signalStop) *stop {
 	return &stop{code: sig.code, condition: "signal", message: sig.name}
 }
 
+// StopWaiting records a stop that came while no tick ran, a signal or a
+// `runr stop` during the auto-resume wait, the way every stop is recorded:
+// state.json, the timeline, report.md and stop.json.
+func (s *Supervisor) StopWaiting(st *state.State, code stopreasons.Code, message string) (*state.State, error) {
+	s.st = st
+	s.baseMS = st.ElapsedMS
+	defer s.release()
+	if err := s.openRunFiles(); err != nil {
+		return st, err
+	}
+	return s.finish(&stop{code: code, condition: "signal", message: message})
+}
+
 // finish records the stop, persists everything, and writes report.md and
 // stop.json.
 func (s *Supervisor) finish(sp *stop) (*state.State, error) {
