@@ -125,6 +125,11 @@ type Attempt struct {
 	ExitCode       int     `json:"exit_code"`
 	CostUSD        float64 `json:"cost_usd"`
 	Log            string  `json:"log,omitempty"` // relative to the run dir
+	// Progress: the attempt changed the tree or turned a failing check into
+	// a passing one, so far (no_progress). Kept here, not in memory, so
+	// that a verify after a resume still knows the agent's call changed
+	// files.
+	Progress bool `json:"progress,omitempty"`
 }
 
 // Counters feed the stuck and failure rules.

@@ -67,25 +67,23 @@ func (s *Supervisor) ticks(ctx context.Context) *stop {
 		if !s.deadline.IsZero() && !s.o.Now().Before(s.deadline) {
 			// The budget ran out between ticks (or a resume started with
 			// none left): the evaluator names it.
-			if v := s.evaluate(); v.Stop != nil {
+			if v := s.evaluate(result{}); v.Stop != nil {
 				return s.verdictStop(v.Stop)
 			}
 		}
 		st.Tick++
 		phase := st.Phase
 		s.report("tick", "")
-		if sp := s.tick(ctx, phase); sp != nil {
-			if sp.resumePhase == "" {
-				sp.resumePhase = phase
-			}
+		res := s.tick(ctx, Phase(phase))
+		if sp := s.apply(Phase(phase), res); sp != nil {
 			// A stop inside the tick still records how close every rule
 			// was after it.
-			s.evaluate()
+			s.evaluate(res)
 			return sp
 		}
 		// After every tick: counters (updated by the phase), evaluate,
 		// persist, timeline.
-		if v := s.evaluate(); v.Stop != nil {
+		if v := s.evaluate(res); v.Stop != nil {
 			return s.verdictStop(v.Stop)
 		}
 		s.event("tick", map[string]any{"phase": phase, "next": st.Phase, "milestone": st.MilestoneIndex + 1, "iteration": st.Iteration})
@@ -96,35 +94,35 @@ func (s *Supervisor) ticks(ctx context.Context) *stop {
 	}
 }
 
-func (s *Supervisor) tick(ctx context.Context, phase string) *stop {
+// tick runs one phase step.
+func (s *Supervisor) tick(ctx context.Context, phase Phase) result {
 	switch phase {
-	case state.PhaseImplement:
+	case Implement:
 		return s.implement(ctx)
-	case state.PhaseVerify:
+	case Verify:
 		return s.verify(ctx)
-	case state.PhaseReview:
+	case Review:
 		return s.review(ctx)
-	case state.PhaseCheckpoint:
+	case Checkpoint:
 		return s.checkpoint(ctx)
-	case state.PhaseFinalize:
+	case Finalize:
 		// Reached only when the evaluator did not stop a finished run,
 		// which cannot happen with every milestone approved; a resume of
 		// such a run lands here and completes it.
-		return &stop{code: stopreasons.Complete, condition: stopconditions.RuleMilestones, message: "all milestones approved", resumePhase: state.PhaseFinalize}
+		return result{Event: Event{Outcome: Finalized}, stop: &stop{condition: stopconditions.RuleMilestones, message: "all milestones approved"}}
 	}
-	return &stop{code: stopreasons.StateCorrupt, message: fmt.Sprintf("state.json: unknown phase %q", phase)}
+	return result{Event: Event{Outcome: Fault, Code: stopreasons.StateCorrupt}, stop: &stop{message: fmt.Sprintf("state.json: unknown phase %q", phase)}}
 }
 
-// evaluate runs the stop conditions on a snapshot of the run and records
-// how close each rule is.
-func (s *Supervisor) evaluate() stopconditions.Verdict {
-	snap := s.snapshot()
+// evaluate runs the stop conditions on a snapshot of the run after a step
+// with result res, and records how close each rule is.
+func (s *Supervisor) evaluate(res result) stopconditions.Verdict {
+	snap := s.snapshot(res)
 	v := stopconditions.Evaluate(snap, s.cfg.Stop, s.limits())
 	s.st.Conditions = s.st.Conditions[:0]
 	for _, p := range v.Progress {
 		s.st.Conditions = append(s.st.Conditions, state.ConditionProg{Name: p.Name, Progress: p.Progress, Message: p.Message})
 	}
-	s.lastError = nil
 	return v
 }
 

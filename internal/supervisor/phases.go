@@ -23,12 +23,6 @@ import (
 	"github.com/runr-dev/runr/internal/worker"
 )
 
-// Backward edges of the phase graph.
-const (
-	edgeVerify = "verify->implement"
-	edgeReview = "review->implement"
-)
-
 const feedbackLines = 40
 
 func (s *Supervisor) milestone() *state.Milestone {
@@ -135,18 +129,20 @@ func (s *Supervisor) gitContext(ctx context.Context) (context.Context, context.C
 	return gctx, cancel
 }
 
-// interrupted names the stop when a process was cut short by a signal or
-// by the time budget.
-func (s *Supervisor) interrupted(res worker.Result) *stop {
+// interrupted reports whether a signal or the time budget cut a process
+// short, and the step's result when one did.
+func (s *Supervisor) interrupted(res worker.Result) (result, bool) {
 	if sig := s.signalled(); sig != nil {
-		return s.signalStop(sig)
+		sp := s.signalStop(sig)
+		return result{Event: Event{Outcome: Interrupted, Code: sp.code}, stop: sp}, true
 	}
 	if res.Canceled && !s.deadline.IsZero() && !s.o.Now().Before(s.deadline) {
-		return &stop{code: stopreasons.Timeout, condition: "budget.time",
-			value: s.elapsed().Round(time.Second).String(), threshold: (time.Duration(s.st.Budget.TimeMS) * time.Millisecond).String(),
-			message: fmt.Sprintf("the time budget of %s ran out", time.Duration(s.st.Budget.TimeMS)*time.Millisecond)}
+		budget := time.Duration(s.st.Budget.TimeMS) * time.Millisecond
+		return result{Event: Event{Outcome: Interrupted, Code: stopreasons.Timeout}, stop: &stop{condition: "budget.time",
+			value: s.elapsed().Round(time.Second).String(), threshold: budget.String(),
+			message: fmt.Sprintf("the time budget of %s ran out", budget)}}, true
 	}
-	return nil
+	return result{}, false
 }
 
 func (s *Supervisor) relLog(path string) string {
@@ -157,7 +153,7 @@ func (s *Supervisor) relLog(path string) string {
 }
 
 // implement runs the agent once for the current milestone.
-func (s *Supervisor) implement(ctx context.Context) *stop {
+func (s *Supervisor) implement(ctx context.Context) result {
 	st := s.st
 	m := s.milestone()
 	// A failed or rejected milestone is worked on again after a resume.
@@ -166,16 +162,16 @@ func (s *Supervisor) implement(ctx context.Context) *stop {
 	prompt := BuildPrompt(st, s.cfg.Agent.CompletionPromise)
 	promptFile := filepath.Join(s.store.RunDir(st.RunID), "prompts", fmt.Sprintf("tick-%04d.md", st.Tick))
 	if err := os.MkdirAll(filepath.Dir(promptFile), 0o755); err != nil {
-		return internalStop(err)
+		return fault(err)
 	}
 	if err := os.WriteFile(promptFile, []byte(prompt), 0o644); err != nil {
-		return internalStop(err)
+		return fault(err)
 	}
 	req := s.request(prompt)
 	req.PromptFile = promptFile
 	inv, err := s.adapter.Invocation(req)
 	if err != nil {
-		return internalStop(err)
+		return fault(err)
 	}
 	parser := s.adapter.NewParser(req)
 	logPath := s.store.LogPath(st.RunID, st.Tick, state.PhaseImplement)
@@ -196,11 +192,11 @@ func (s *Supervisor) implement(ctx context.Context) *stop {
 	m.Attempts = append(m.Attempts, attempt)
 	res, err := s.runProcess(ctx, state.PhaseImplement, spec)
 	if err != nil {
-		s.closeAttempt(state.OutcomeStopped, "", "")
 		if errors.Is(err, worker.ErrNotFound) {
-			return &stop{code: stopreasons.WorkerNotFound, condition: "agent.command", message: err.Error(), details: map[string]any{"command": s.program}}
+			return result{Event: Event{Outcome: Fault, Code: stopreasons.WorkerNotFound},
+				stop: &stop{condition: "agent.command", message: err.Error(), details: map[string]any{"command": s.program}}}
 		}
-		return internalStop(err)
+		return fault(err)
 	}
 	ar := parser.Finish(res.ExitCode, res.Tail)
 	s.account(ar, res)
@@ -208,25 +204,21 @@ func (s *Supervisor) implement(ctx context.Context) *stop {
 	if ar.FinalText != "" {
 		s.lastOutput = ar.FinalText
 	}
-	if sp := s.interrupted(res); sp != nil {
-		s.closeAttempt(state.OutcomeStopped, "", "")
-		return sp
+	if r, stopped := s.interrupted(res); stopped {
+		return r
 	}
 	if res.TimedOut {
-		s.closeAttempt(state.OutcomeStopped, "", "")
-		return &stop{code: stopreasons.WorkerTimeout, condition: "agent.timeout", value: res.Duration.Round(time.Second).String(),
-			threshold: s.cfg.Agent.Timeout.String(), message: fmt.Sprintf("the agent call ran past agent.timeout (%s)", s.cfg.Agent.Timeout)}
+		return result{Event: Event{Outcome: AgentTimedOut}, stop: &stop{condition: "agent.timeout", value: res.Duration.Round(time.Second).String(),
+			threshold: s.cfg.Agent.Timeout.String(), message: fmt.Sprintf("the agent call ran past agent.timeout (%s)", s.cfg.Agent.Timeout)}}
 	}
 	if res.Idle {
-		s.closeAttempt(state.OutcomeStopped, "", "")
-		return &stop{code: stopreasons.Stalled, condition: "agent.idle_timeout", threshold: s.cfg.Agent.IdleTimeout.String(),
-			message: fmt.Sprintf("the agent printed nothing for %s", s.cfg.Agent.IdleTimeout)}
+		return result{Event: Event{Outcome: AgentStalled}, stop: &stop{condition: "agent.idle_timeout", threshold: s.cfg.Agent.IdleTimeout.String(),
+			message: fmt.Sprintf("the agent printed nothing for %s", s.cfg.Agent.IdleTimeout)}}
 	}
 	gctx, cancel := s.gitContext(ctx)
 	defer cancel()
-	if sp := s.afterImplement(gctx); sp != nil {
-		s.closeAttempt(state.OutcomeStopped, "", "")
-		return sp
+	if r, stopped := s.afterImplement(gctx); stopped {
+		return r
 	}
 	return s.judgeAgent(ar, res)
 }
@@ -258,30 +250,33 @@ func (s *Supervisor) account(ar agents.Result, res worker.Result) {
 }
 
 // afterImplement updates the tree hash and the no-op streak, and runs the
-// scope and lockfile guards.
-func (s *Supervisor) afterImplement(ctx context.Context) *stop {
+// scope and lockfile guards. It reports whether a guard (or a failure to
+// run one) ends the step.
+func (s *Supervisor) afterImplement(ctx context.Context) (result, bool) {
 	st := s.st
 	hash, err := guard.TreeHash(ctx, s.dir)
 	if err != nil {
-		return internalStop(err)
+		return fault(err), true
 	}
 	if hash != st.TreeHash {
 		st.Counters.Noop = 0
-		s.iterChange = true
+		if a := s.currentAttempt(); a != nil {
+			a.Progress = true
+		}
 	} else {
 		st.Counters.Noop++
 	}
 	st.TreeHash = hash
 	changed, committed, err := s.agentChanges(ctx)
 	if err != nil {
-		return internalStop(err)
+		return fault(err), true
 	}
 	// The task file is runr's input, read once when the run started: an
 	// agent ticking its boxes is not out of scope.
 	inScope := slices.DeleteFunc(slices.Clone(changed), func(p string) bool { return p == st.Task.File })
 	violations, err := guard.CheckScope(inScope, s.cfg.Scope.Allow, s.cfg.Scope.Deny)
 	if err != nil {
-		return &stop{code: stopreasons.ConfigInvalid, message: err.Error()}
+		return result{Event: Event{Outcome: Fault, Code: stopreasons.ConfigInvalid}, stop: &stop{message: err.Error()}}, true
 	}
 	if len(violations) > 0 {
 		var files, rules, named, ruleNames []string
@@ -298,9 +293,9 @@ func (s *Supervisor) afterImplement(ctx context.Context) *stop {
 			named = append(named, fmt.Sprintf("%q (%s%s)", v.Path, r, committedNote(committed, v.Path)))
 		}
 		s.event("guard", map[string]any{"rule": "scope", "files": files, "rules": rules})
-		return &stop{code: stopreasons.GuardViolation, condition: strings.Join(ruleNames, ", "),
+		return result{Event: Event{Outcome: ScopeViolated}, stop: &stop{condition: strings.Join(ruleNames, ", "),
 			message: fmt.Sprintf("%d changed file(s) outside the scope: %s", len(files), strings.Join(named, ", ")),
-			details: map[string]any{"files": files, "rules": rules, "committed": onlyIn(committed, files)}}
+			details: map[string]any{"files": files, "rules": rules, "committed": onlyIn(committed, files)}}}, true
 	}
 	if !st.Flags.AllowDeps {
 		if locks := guard.CheckLockfiles(changed, s.cfg.Scope.Lockfiles); len(locks) > 0 {
@@ -310,12 +305,12 @@ func (s *Supervisor) afterImplement(ctx context.Context) *stop {
 				named = append(named, fmt.Sprintf("%q (scope.lockfiles%s)", l, committedNote(committed, l)))
 			}
 			s.event("guard", map[string]any{"rule": "lockfiles", "files": locks})
-			return &stop{code: stopreasons.LockfileViolation, condition: "scope.lockfiles",
+			return result{Event: Event{Outcome: LockfileChanged}, stop: &stop{condition: "scope.lockfiles",
 				message: fmt.Sprintf("lockfile(s) changed without --allow-deps: %s", strings.Join(named, ", ")),
-				details: map[string]any{"files": locks, "rules": rules, "committed": onlyIn(committed, locks)}}
+				details: map[string]any{"files": locks, "rules": rules, "committed": onlyIn(committed, locks)}}}, true
 		}
 	}
-	return nil
+	return result{}, false
 }
 
 // agentChanges returns, sorted, every path the agent changed since the run
@@ -358,8 +353,8 @@ func onlyIn(list, of []string) []string {
 	return out
 }
 
-// judgeAgent turns the adapter's result into the attempt's outcome or a stop.
-func (s *Supervisor) judgeAgent(ar agents.Result, res worker.Result) *stop {
+// judgeAgent turns the adapter's result into the step's event.
+func (s *Supervisor) judgeAgent(ar agents.Result, res worker.Result) result {
 	st := s.st
 	switch ar.Class {
 	case agents.ClassRateLimit:
@@ -369,19 +364,19 @@ func (s *Supervisor) judgeAgent(ar agents.Result, res worker.Result) *stop {
 			details["reset_at"] = ar.ResetAt.UTC().Format(time.RFC3339)
 			msg += "; it resets at " + ar.ResetAt.UTC().Format(time.RFC3339)
 		}
-		s.closeAttempt(state.OutcomeStopped, "", ar.ErrorText)
-		return &stop{code: stopreasons.WorkerRateLimited, condition: "agent", message: msg, details: details}
+		return result{Event: Event{Outcome: AgentRateLimited}, errText: ar.ErrorText,
+			stop: &stop{condition: "agent", message: msg, details: details}}
 	case agents.ClassAuth:
-		s.closeAttempt(state.OutcomeStopped, "", ar.ErrorText)
-		return &stop{code: stopreasons.WorkerAuthFailed, condition: "agent", message: firstLine(ar.ErrorText, "authentication failed")}
+		return result{Event: Event{Outcome: AgentAuthFailed}, errText: ar.ErrorText,
+			stop: &stop{condition: "agent", message: firstLine(ar.ErrorText, "authentication failed")}}
 	case agents.ClassBudget:
-		s.closeAttempt(state.OutcomeStopped, "", ar.ErrorText)
-		return &stop{code: stopreasons.BudgetExceeded, condition: "max_cost_usd", value: round2(st.Usage.CostUSD), threshold: st.Budget.MaxCostUSD,
-			message: fmt.Sprintf("the agent stopped on the cost cap: $%.2f of $%.2f", st.Usage.CostUSD, st.Budget.MaxCostUSD)}
+		return result{Event: Event{Outcome: AgentCostCap}, errText: ar.ErrorText,
+			stop: &stop{condition: "max_cost_usd", value: round2(st.Usage.CostUSD), threshold: st.Budget.MaxCostUSD,
+				message: fmt.Sprintf("the agent stopped on the cost cap: $%.2f of $%.2f", st.Usage.CostUSD, st.Budget.MaxCostUSD)}}
 	}
 	if ar.Signal == agents.SignalBlocked {
-		s.closeAttempt(state.OutcomeStopped, "", ar.SignalText)
-		return &stop{code: stopreasons.WorkerBlocked, condition: "RUNR_STATUS", message: firstLine(ar.SignalText, "the agent is blocked")}
+		return result{Event: Event{Outcome: AgentBlocked}, errText: ar.SignalText,
+			stop: &stop{condition: "RUNR_STATUS", message: firstLine(ar.SignalText, "the agent is blocked")}}
 	}
 	if ar.IsError || ar.Signal == agents.SignalFailed || res.ExitCode != 0 {
 		text := ar.ErrorText
@@ -392,36 +387,16 @@ func (s *Supervisor) judgeAgent(ar agents.Result, res worker.Result) *stop {
 		sig := stopconditions.Signature(cmd, text)
 		st.LastFailure = &state.Failure{Tick: st.Tick, Phase: state.PhaseImplement, Command: cmd, ExitCode: res.ExitCode,
 			Tail: worker.Tail([]byte(text), feedbackLines), Signature: sig, Log: s.currentAttempt().Log}
-		s.lastError = &stopconditions.ErrorEvent{Source: stopconditions.SourceAgent, Text: text}
-		s.closeAttempt(state.OutcomeFailed, sig, firstLine(text, fmt.Sprintf("agent exited %d", res.ExitCode)))
-		s.afterFailure()
-		return nil
+		return result{Event: Event{Outcome: AgentFailed}, signature: sig,
+			errText:  firstLine(text, fmt.Sprintf("agent exited %d", res.ExitCode)),
+			errEvent: &stopconditions.ErrorEvent{Source: stopconditions.SourceAgent, Text: text}}
 	}
-	switch {
-	case len(s.cfg.Verify.Commands) > 0:
-		st.Phase = state.PhaseVerify
-	case ar.Signal == agents.SignalDone:
-		s.passed()
-	default:
-		// The agent succeeded but did not say it is done: another iteration.
-		s.closeAttempt(state.OutcomeIncomplete, "", "")
-	}
-	return nil
-}
-
-// passed moves an attempt whose checks passed on to review or checkpoint.
-func (s *Supervisor) passed() {
-	if len(s.cfg.Review.Command) > 0 {
-		s.st.Phase = state.PhaseReview
-		return
-	}
-	s.closeAttempt(state.OutcomeApproved, "", "")
-	s.st.Phase = state.PhaseCheckpoint
+	return result{Event: Event{Outcome: AgentSucceeded, Done: ar.Signal == agents.SignalDone}}
 }
 
 // verify runs the verification commands in order; the first failure fails
 // the attempt.
-func (s *Supervisor) verify(ctx context.Context) *stop {
+func (s *Supervisor) verify(ctx context.Context) result {
 	st := s.st
 	logPath := s.store.LogPath(st.RunID, st.Tick, state.PhaseVerify)
 	prev := map[string]bool{}
@@ -439,20 +414,23 @@ func (s *Supervisor) verify(ctx context.Context) *stop {
 			Timeout: s.cfg.Verify.Timeout,
 		})
 		if err != nil {
-			return internalStop(err)
+			return fault(err)
 		}
-		if sp := s.interrupted(res); sp != nil {
-			return sp
+		if r, stopped := s.interrupted(res); stopped {
+			return r
 		}
 		if res.TimedOut {
 			st.LastFailure = &state.Failure{Tick: st.Tick, Phase: state.PhaseVerify, Command: cmd, ExitCode: res.ExitCode,
 				Tail: worker.Tail(res.Tail, feedbackLines), Log: s.relLog(logPath)}
-			return &stop{code: stopreasons.VerificationTimeout, condition: "verify.timeout", threshold: s.cfg.Verify.Timeout.String(),
-				message: fmt.Sprintf("%q ran past verify.timeout (%s)", cmd, s.cfg.Verify.Timeout), details: map[string]any{"command": cmd}}
+			return result{Event: Event{Outcome: VerifyTimedOut}, stop: &stop{condition: "verify.timeout", threshold: s.cfg.Verify.Timeout.String(),
+				message: fmt.Sprintf("%q ran past verify.timeout (%s)", cmd, s.cfg.Verify.Timeout), details: map[string]any{"command": cmd}}}
 		}
 		passed := res.ExitCode == 0
-		if passed && prev[cmd] == false && hasCheck(st.Verify, cmd) {
-			s.iterChange = true // a check went from failing to passing
+		if passed && !prev[cmd] && hasCheck(st.Verify, cmd) {
+			// A check went from failing to passing.
+			if a := s.currentAttempt(); a != nil {
+				a.Progress = true
+			}
 		}
 		results = append(results, state.CheckResult{Command: cmd, Passed: passed, ExitCode: res.ExitCode})
 		if !passed {
@@ -462,17 +440,13 @@ func (s *Supervisor) verify(ctx context.Context) *stop {
 			st.Counters.TestFailStreak++
 			st.LastFailure = &state.Failure{Tick: st.Tick, Phase: state.PhaseVerify, Command: cmd, ExitCode: res.ExitCode,
 				Tail: tail, Signature: sig, Log: s.relLog(logPath)}
-			s.lastError = &stopconditions.ErrorEvent{Source: stopconditions.SourceVerify, Text: tail}
-			s.closeAttempt(state.OutcomeFailed, sig, fmt.Sprintf("%s exited %d", cmd, res.ExitCode))
-			s.backEdge(edgeVerify)
-			s.afterFailure()
-			return nil
+			return result{Event: Event{Outcome: VerifyFailed}, signature: sig, errText: fmt.Sprintf("%s exited %d", cmd, res.ExitCode),
+				errEvent: &stopconditions.ErrorEvent{Source: stopconditions.SourceVerify, Text: tail}}
 		}
 	}
 	st.Verify = results
 	st.Counters.TestFailStreak = 0
-	s.passed()
-	return nil
+	return result{Event: Event{Outcome: VerifyPassed}}
 }
 
 func hasCheck(checks []state.CheckResult, cmd string) bool {
@@ -484,9 +458,18 @@ func hasCheck(checks []state.CheckResult, cmd string) bool {
 	return false
 }
 
+// Exit codes of the review command.
+const (
+	reviewApprove = 0
+	reviewChanges = 1
+	reviewReject  = 2
+)
+
 // review runs the review command: exit 0 approves, 1 requests changes, 2
-// rejects.
-func (s *Supervisor) review(ctx context.Context) *stop {
+// rejects. A review that could not run, crashed (any other exit) or ran
+// past verify.timeout judged nothing: a failed attempt, not a request for
+// changes.
+func (s *Supervisor) review(ctx context.Context) result {
 	st := s.st
 	m := s.milestone()
 	logPath := s.store.LogPath(st.RunID, st.Tick, state.PhaseReview)
@@ -494,68 +477,67 @@ func (s *Supervisor) review(ctx context.Context) *stop {
 	res, err := s.runProcess(ctx, state.PhaseReview, worker.Spec{Argv: argv, Dir: s.dir, Env: s.childEnv(state.PhaseReview), LogPath: logPath, Timeout: s.cfg.Verify.Timeout})
 	if err != nil {
 		if errors.Is(err, worker.ErrNotFound) {
-			return &stop{code: stopreasons.EnvironmentInvalid, condition: "review.command", message: err.Error()}
+			return result{Event: Event{Outcome: Fault, Code: stopreasons.EnvironmentInvalid}, stop: &stop{condition: "review.command", message: err.Error()}}
 		}
-		return internalStop(err)
+		return fault(err)
 	}
-	if sp := s.interrupted(res); sp != nil {
-		return sp
+	if r, stopped := s.interrupted(res); stopped {
+		return r
 	}
 	notes := worker.Tail(res.Tail, feedbackLines)
 	cmd := strings.Join(argv, " ")
+	failure := &state.Failure{Tick: st.Tick, Phase: state.PhaseReview, Command: cmd, ExitCode: res.ExitCode, Tail: notes, Log: s.relLog(logPath)}
 	switch {
-	case res.ExitCode == 0 && !res.TimedOut:
-		s.closeAttempt(state.OutcomeApproved, "", "")
-		st.Phase = state.PhaseCheckpoint
-		st.ReviewNotesHash = ""
-		return nil
-	case res.ExitCode == 2:
-		st.LastFailure = &state.Failure{Tick: st.Tick, Phase: state.PhaseReview, Command: cmd, ExitCode: 2, Tail: notes, Notes: notes, Log: s.relLog(logPath)}
-		s.closeAttempt(state.OutcomeRejected, "", "the review rejected the work")
-		if s.cfg.Stop.OnMilestoneFailure == stopconditions.OnFailureSkip {
-			m.Status = state.MilestoneRejected
-			st.Counters.ConsecutiveFails++
-			s.nextMilestone()
-			return nil
+	case res.TimedOut, res.ExitCode != reviewApprove && res.ExitCode != reviewChanges && res.ExitCode != reviewReject:
+		why := fmt.Sprintf("the review exited %d", res.ExitCode)
+		switch {
+		case res.TimedOut:
+			why = fmt.Sprintf("the review ran past verify.timeout (%s)", s.cfg.Verify.Timeout)
+		case res.Signal != "":
+			why = "the review was ended by a signal (" + res.Signal + ")"
 		}
-		// The rejected work was judged: a resume tries again at implement,
-		// with the review's notes, rather than asking the review again.
-		return &stop{code: stopreasons.ReviewRejected, condition: "review.command", message: "the review rejected milestone " + strconv.Itoa(st.MilestoneIndex+1),
-			details: map[string]any{"command": cmd}, resumePhase: state.PhaseImplement}
+		failure.Signature = stopconditions.Signature(cmd, why)
+		st.LastFailure = failure
+		return result{Event: Event{Outcome: ReviewFailed}, signature: failure.Signature, errText: why,
+			errEvent: &stopconditions.ErrorEvent{Source: stopconditions.SourceVerify, Text: why + "\n" + notes}}
+	case res.ExitCode == reviewApprove:
+		st.ReviewNotesHash = ""
+		return result{Event: Event{Outcome: ReviewApproved}}
+	case res.ExitCode == reviewReject:
+		failure.Notes = notes
+		st.LastFailure = failure
+		return result{Event: Event{Outcome: ReviewRejected}, errText: "the review rejected the work",
+			stop: &stop{condition: "review.command", message: "the review rejected milestone " + strconv.Itoa(st.MilestoneIndex+1),
+				details: map[string]any{"command": cmd}}}
 	default:
-		// 1 asks for changes; any other exit is a review that did not approve.
 		h := sha256.Sum256([]byte(strings.TrimSpace(notes)))
 		hash := hex.EncodeToString(h[:8])
-		s.reviewRepeated = st.ReviewNotesHash == hash
+		repeated := st.ReviewNotesHash == hash
 		st.ReviewNotesHash = hash
 		m.ReviewRounds++
-		st.LastFailure = &state.Failure{Tick: st.Tick, Phase: state.PhaseReview, Command: cmd, ExitCode: res.ExitCode, Tail: notes, Notes: notes, Log: s.relLog(logPath)}
-		s.closeAttempt(state.OutcomeRejected, "", "the review requested changes")
-		s.backEdge(edgeReview)
-		s.afterFailure()
-		return nil
+		failure.Notes = notes
+		st.LastFailure = failure
+		return result{Event: Event{Outcome: ReviewChanges}, errText: "the review requested changes", reviewRepeated: repeated}
 	}
 }
 
-// checkpoint records an approved milestone, commits it when asked, and
-// moves on.
-func (s *Supervisor) checkpoint(ctx context.Context) *stop {
+// checkpoint records the approved milestone's tree and commits it when
+// asked.
+func (s *Supervisor) checkpoint(ctx context.Context) result {
 	ctx, cancel := s.gitContext(ctx)
 	defer cancel()
 	st := s.st
 	m := s.milestone()
-	m.Status = state.MilestoneApproved
 	m.TreeHash = st.TreeHash
-	st.Counters.ConsecutiveFails = 0
 	if s.cfg.Checkpoint.Commit || st.Flags.Worktree {
 		msg := fmt.Sprintf("runr %s: milestone %d/%d: %s", st.RunID, st.MilestoneIndex+1, len(st.Milestones), m.Goal)
 		exclude, err := s.untouchedFiles(ctx)
 		if err != nil {
-			return internalStop(err)
+			return fault(err)
 		}
 		sha, err := guard.CommitAll(ctx, s.dir, msg, exclude)
 		if err != nil {
-			return internalStop(err)
+			return fault(err)
 		}
 		m.Commit = sha
 		if sha != "" {
@@ -566,9 +548,7 @@ func (s *Supervisor) checkpoint(ctx context.Context) *stop {
 			s.event("checkpoint_commit", map[string]any{"sha": sha, "milestone": st.MilestoneIndex + 1})
 		}
 	}
-	s.event("milestone_approved", map[string]any{"milestone": st.MilestoneIndex + 1, "goal": m.Goal})
-	s.nextMilestone()
-	return nil
+	return result{Event: Event{Outcome: Checkpointed}}
 }
 
 // untouchedFiles are the user's files a checkpoint commit leaves alone: the
@@ -636,23 +616,23 @@ func (s *Supervisor) backEdge(edge string) {
 		m.Edges = map[string]int{}
 	}
 	m.Edges[edge]++
-	st.Phase = state.PhaseImplement
 }
 
-// afterFailure marks a milestone that used up its retries as failed in skip
-// mode; in stop mode the evaluator stops the run.
-func (s *Supervisor) afterFailure() {
+// endMilestone gives the current milestone the status it ends with.
+func (s *Supervisor) endMilestone(status string) {
 	st := s.st
-	st.Phase = state.PhaseImplement
-	r := s.cfg.Stop
 	m := s.milestone()
-	if r.OnMilestoneFailure != stopconditions.OnFailureSkip || r.MaxMilestoneRetries == 0 || m.Retries <= r.MaxMilestoneRetries {
-		return
+	m.Status = status
+	switch status {
+	case state.MilestoneApproved:
+		st.Counters.ConsecutiveFails = 0
+		s.event("milestone_approved", map[string]any{"milestone": st.MilestoneIndex + 1, "goal": m.Goal})
+	case state.MilestoneFailed:
+		st.Counters.ConsecutiveFails++
+		s.event("milestone_failed", map[string]any{"milestone": st.MilestoneIndex + 1, "retries": m.Retries})
+	case state.MilestoneRejected:
+		st.Counters.ConsecutiveFails++
 	}
-	m.Status = state.MilestoneFailed
-	st.Counters.ConsecutiveFails++
-	s.event("milestone_failed", map[string]any{"milestone": st.MilestoneIndex + 1, "retries": m.Retries})
-	s.nextMilestone()
 }
 
 func (s *Supervisor) currentAttempt() *state.Attempt {
@@ -664,8 +644,9 @@ func (s *Supervisor) currentAttempt() *state.Attempt {
 }
 
 // closeAttempt records the outcome of the current attempt and updates the
-// counters that depend on it.
-func (s *Supervisor) closeAttempt(outcome, signature, errText string) {
+// counters that depend on it; retry counts it against the milestone's
+// retries.
+func (s *Supervisor) closeAttempt(outcome string, retry bool, signature, errText string) {
 	st := s.st
 	a := s.currentAttempt()
 	if a == nil || a.Outcome != "" {
@@ -679,11 +660,10 @@ func (s *Supervisor) closeAttempt(outcome, signature, errText string) {
 	}
 	m := s.milestone()
 	st.Counters.Attempts++
-	switch outcome {
-	case state.OutcomeApproved:
+	if outcome == state.OutcomeApproved {
 		st.Counters.SameError = 0
-		s.iterChange = true
-	case state.OutcomeFailed, state.OutcomeRejected:
+	}
+	if retry {
 		m.Retries++
 		if signature != "" {
 			if signature == st.LastErrorSignature {
@@ -694,13 +674,12 @@ func (s *Supervisor) closeAttempt(outcome, signature, errText string) {
 			st.LastErrorSignature = signature
 		}
 	}
-	if s.iterChange {
+	if a.Progress || outcome == state.OutcomeApproved {
 		st.Counters.NoProgress = 0
 		st.LastProgressTick = st.Tick
 	} else {
 		st.Counters.NoProgress++
 	}
-	s.iterChange = false
 	st.Statistics = statistics(st)
 	s.event("attempt", map[string]any{"milestone": st.MilestoneIndex + 1, "outcome": outcome, "signature": signature})
 }

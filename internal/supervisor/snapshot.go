@@ -7,8 +7,9 @@ import (
 	"github.com/runr-dev/runr/internal/stopconditions"
 )
 
-// snapshot is the run as the stop conditions see it after a tick.
-func (s *Supervisor) snapshot() *stopconditions.Snapshot {
+// snapshot is the run as the stop conditions see it after a step with
+// result res.
+func (s *Supervisor) snapshot(res result) *stopconditions.Snapshot {
 	st := s.st
 	stats := statistics(st)
 	st.Statistics = stats
@@ -34,10 +35,10 @@ func (s *Supervisor) snapshot() *stopconditions.Snapshot {
 		Noop:             st.Counters.Noop,
 		NoProgress:       st.Counters.NoProgress,
 		Edges:            st.Counters.Edges,
-		ReviewRepeated:   s.reviewRepeated,
+		ReviewRepeated:   res.reviewRepeated,
 		TestFailStreak:   st.Counters.TestFailStreak,
 		LastOutput:       s.lastOutput,
-		LastError:        s.lastError,
+		LastError:        res.errEvent,
 		StopRequested:    s.store.StopRequested(st.RunID),
 		RepoDir:          s.dir,
 		ScriptEnv:        s.childEnv("evaluate"),

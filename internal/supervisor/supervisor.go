@@ -80,19 +80,16 @@ type Supervisor struct {
 	log     *zap.Logger
 	lock    *state.Lock
 
-	started        time.Time // when this invocation started working on the run
-	baseMS         int64     // elapsed_ms before this invocation
-	deadline       time.Time // when the time budget runs out
-	mu             sync.Mutex
-	sigReason      *signalStop
-	killNow        chan struct{}
-	iterChange     bool // the current iteration made progress
-	lastError      *stopconditions.ErrorEvent
-	lastOutput     string
-	treeBefore     string // tree hash before the current agent call
-	sessionID      string
-	reviewRepeated bool           // the last review asked for the same changes as the one before
-	pending        []pendingEvent // events waiting for the next write of state.json
+	started    time.Time // when this invocation started working on the run
+	baseMS     int64     // elapsed_ms before this invocation
+	deadline   time.Time // when the time budget runs out
+	mu         sync.Mutex
+	sigReason  *signalStop
+	killNow    chan struct{}
+	lastOutput string
+	treeBefore string // tree hash before the current agent call
+	sessionID  string
+	pending    []pendingEvent // events waiting for the next write of state.json
 }
 
 type signalStop struct {
