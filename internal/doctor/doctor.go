@@ -283,10 +283,12 @@ func details(st *state.State, r *Report) stopreasons.Details {
 		Total:     total,
 		Files:     r.Evidence.Files,
 		ResetAt:   r.Evidence.ResetAt,
-		Other:     detailString(sr.Details, "other"),
-		Command:   detailString(sr.Details, "command"),
-		Signature: detailString(sr.Details, "signature"),
 	}
+	sd := stopreasons.StopDetails{}
+	if sr.Details != nil {
+		sd = *sr.Details
+	}
+	d.Other, d.Command, d.Signature = sd.Other, sd.Command, sd.Signature
 	if f := st.LastFailure; f != nil {
 		if d.Command == "" {
 			d.Command = f.Command
@@ -299,15 +301,12 @@ func details(st *state.State, r *Report) stopreasons.Details {
 		d.Signature = st.LastErrorSignature
 	}
 	d.Milestone = st.MilestoneIndex + 1
-	if n, ok := detailInt(sr.Details, "milestone"); ok && n > 0 {
-		d.Milestone = n
+	if sd.Milestone > 0 {
+		d.Milestone = sd.Milestone
 	}
-	d.MilestoneGoal = detailString(sr.Details, "milestone_goal")
+	d.MilestoneGoal = sd.MilestoneGoal
 	if d.MilestoneGoal == "" && d.Milestone >= 1 && d.Milestone <= len(st.Milestones) {
 		d.MilestoneGoal = st.Milestones[d.Milestone-1].Goal
-	}
-	if d.Other == "" {
-		d.Other = detailString(sr.Details, "other_run")
 	}
 
 	switch budgetOf[sr.Code] {
@@ -476,8 +475,11 @@ func gatherEvidence(st *state.State, runDir string, r *Report) Evidence {
 		ev.Counters.Edges = map[string]int{}
 	}
 	if sr := st.StopReason; sr != nil {
-		ev.Files = detailStrings(sr.Details, "files")
-		ev.ResetAt = detailString(sr.Details, "reset_at")
+		ev.Files = []string{}
+		if d := sr.Details; d != nil {
+			ev.Files = append(ev.Files, d.Files...)
+			ev.ResetAt = d.ResetAt
+		}
 	}
 	if f := st.LastFailure; f != nil {
 		fe := &FailureEvidence{
@@ -539,47 +541,3 @@ func duration(ms int64) string {
 }
 
 func usd(v float64) string { return fmt.Sprintf("$%.2f", v) }
-
-func detailString(m map[string]any, key string) string {
-	v, ok := m[key]
-	if !ok || v == nil {
-		return ""
-	}
-	return human(v)
-}
-
-func detailInt(m map[string]any, key string) (int, bool) {
-	switch x := m[key].(type) {
-	case float64:
-		return int(x), true
-	case int:
-		return x, true
-	case int64:
-		return int(x), true
-	case string:
-		n, err := strconv.Atoi(x)
-		return n, err == nil
-	}
-	return 0, false
-}
-
-// detailStrings reads a list of strings, as decoded from JSON ([]any) or set
-// in code ([]string); a single string is a list of one.
-func detailStrings(m map[string]any, key string) []string {
-	out := []string{}
-	switch x := m[key].(type) {
-	case []string:
-		out = append(out, x...)
-	case []any:
-		for _, v := range x {
-			if s := human(v); s != "" {
-				out = append(out, s)
-			}
-		}
-	case string:
-		if x != "" {
-			out = append(out, x)
-		}
-	}
-	return out
-}

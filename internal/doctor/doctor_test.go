@@ -139,8 +139,8 @@ func scenarioTimeout() run {
 	sr.Condition = "budget.time"
 	sr.Value = "30m0s"
 	sr.Threshold = "30m0s"
-	sr.Details = map[string]any{"milestone": float64(2), "milestone_goal": "Checkout endpoint with | pipes",
-		"command": "go test ./...", "signature": "go-test:91bc"}
+	sr.Details = &stopreasons.StopDetails{Milestone: 2, MilestoneGoal: "Checkout endpoint with | pipes",
+		Command: "go test ./...", Signature: "go-test:91bc"}
 	st.StopReason = sr
 	st.Resumable = true
 	return run{st: st, timeline: events(11, "run_stopped"), logs: map[string]string{
@@ -195,7 +195,7 @@ func scenarioGuard() run {
 	st.Statistics = state.Statistics{TotalMilestones: 1}
 	sr := stopped(stopreasons.GuardViolation, 0, "2 changed files outside the allowed scope")
 	sr.Condition = "scope.deny"
-	sr.Details = map[string]any{"files": []any{"deploy/prod.yaml", "internal/secret/key file.go"}}
+	sr.Details = &stopreasons.StopDetails{Files: []string{"deploy/prod.yaml", "internal/secret/key file.go"}}
 	st.StopReason = sr
 	st.Resumable = true
 	return run{st: st, timeline: events(1, "run_stopped")}
@@ -220,7 +220,7 @@ func scenarioRateLimited() run {
 	st.Statistics = state.Statistics{TotalMilestones: 2, Attempted: 2, Approved: 1}
 	st.AutoResume = state.AutoResume{Count: 1}
 	sr := stopped(stopreasons.WorkerRateLimited, 1, "Claude usage limit reached")
-	sr.Details = map[string]any{"reset_at": "2026-11-22T03:00:00Z", "milestone": float64(2)}
+	sr.Details = &stopreasons.StopDetails{ResetAt: "2026-11-22T03:00:00Z", Milestone: 2}
 	st.StopReason = sr
 	st.Resumable = true
 	return run{st: st, timeline: events(5, "run_stopped"), logs: map[string]string{

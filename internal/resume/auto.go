@@ -36,14 +36,10 @@ func NextWait(st *state.State, p config.Resume, done int, now time.Time) (time.D
 // ResetAt is the rate limit's reset time the agent reported, from the stop's
 // details (reset_at, RFC 3339).
 func ResetAt(st *state.State) (time.Time, bool) {
-	if st.StopReason == nil {
+	if st.StopReason == nil || st.StopReason.Details == nil || st.StopReason.Details.ResetAt == "" {
 		return time.Time{}, false
 	}
-	s, ok := st.StopReason.Details["reset_at"].(string)
-	if !ok {
-		return time.Time{}, false
-	}
-	t, err := time.Parse(time.RFC3339, s)
+	t, err := time.Parse(time.RFC3339, st.StopReason.Details.ResetAt)
 	return t, err == nil
 }
 

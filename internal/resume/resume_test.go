@@ -205,7 +205,9 @@ func TestNextWait(t *testing.T) {
 	with := func(code stopreasons.Code, details map[string]any) *state.State {
 		st := stopped()
 		st.StopReason = state.NewStopReason(code, 0, "")
-		st.StopReason.Details = details
+		if at, ok := details["reset_at"].(string); ok {
+			st.StopReason.Details = &stopreasons.StopDetails{ResetAt: at}
+		}
 		return st
 	}
 	for _, tc := range []struct {

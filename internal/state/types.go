@@ -201,25 +201,21 @@ type Statistics struct {
 	ConsecutiveFails int     `json:"consecutive_fails"`
 }
 
-// StopReason records why the run stopped.
+// StopReason records why the run stopped: the stop as it was decided, and
+// the registry's fields for its code.
 type StopReason struct {
-	Code           stopreasons.Code `json:"code"`
-	Condition      string           `json:"condition,omitempty"`
-	Value          any              `json:"value,omitempty"`
-	Threshold      any              `json:"threshold,omitempty"`
-	Message        string           `json:"message"`
-	ExitCode       int              `json:"exit_code"`
-	Family         string           `json:"family"`
-	Category       string           `json:"category"`
-	TerminalStatus string           `json:"terminal_status"`
-	Details        map[string]any   `json:"details,omitempty"`
+	stopreasons.Stop
+	ExitCode       int    `json:"exit_code"`
+	Family         string `json:"family"`
+	Category       string `json:"category"`
+	TerminalStatus string `json:"terminal_status"`
 }
 
 // UnmarshalJSON accepts the bare-string stop_reason of older files.
 func (r *StopReason) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
-		*r = StopReason{Code: stopreasons.Code(s)}
+		*r = StopReason{Stop: stopreasons.Stop{Code: stopreasons.Code(s)}}
 		r.fill()
 		return nil
 	}
@@ -248,7 +244,7 @@ func (r *StopReason) fill() {
 
 // NewStopReason builds a stop reason with the registry's fields filled in.
 func NewStopReason(code stopreasons.Code, approved int, message string) *StopReason {
-	r := &StopReason{Code: code, Message: message}
+	r := &StopReason{Stop: stopreasons.Stop{Code: code, Message: message}}
 	r.fill()
 	r.TerminalStatus = stopreasons.TerminalStatus(code, approved)
 	return r

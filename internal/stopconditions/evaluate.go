@@ -9,16 +9,10 @@ import (
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
-// Stop is the winner of an evaluation: the reason the run stops.
-type Stop struct {
-	Code stopreasons.Code
-	// Condition is the rule key ("max_reject_rate", "budget.time") or the
-	// custom entry ("stop.failure[0]: output_pattern").
-	Condition string
-	Value     any // a number (int or float64) or a duration string; nil when the rule has none
-	Threshold any
-	Message   string // "Reject rate 37.5% exceeds 30% threshold"
-}
+// Stop is the winner of an evaluation: the reason the run stops, with the
+// rule's key ("max_reject_rate", "budget.time") or custom entry
+// ("stop.failure[0]: output_pattern") as its condition.
+type Stop = stopreasons.Stop
 
 // Progress says how close one active rule is to firing.
 type Progress struct {

@@ -23,7 +23,7 @@ type result struct {
 
 // fault is the result of a step that could not be carried out.
 func fault(err error) result {
-	return result{Event: Event{Outcome: Fault, Code: stopreasons.CodeOf(err)}, stop: &stop{message: err.Error()}}
+	return result{Event: Event{Outcome: Fault, Code: stopreasons.CodeOf(err)}, stop: &stop{Stop: stopreasons.Stop{Message: err.Error()}}}
 }
 
 // rules are the parts of the configuration the transition reads.
@@ -59,9 +59,9 @@ func (s *Supervisor) apply(phase Phase, res result) *stop {
 	if step.Stop != "" {
 		sp := res.stop
 		if sp == nil {
-			sp = &stop{message: string(step.Stop)}
+			sp = &stop{Stop: stopreasons.Stop{Message: string(step.Stop)}}
 		}
-		sp.code = step.Stop
+		sp.Code = step.Stop
 		sp.resumePhase = string(step.ResumeAt)
 		if sp.resumePhase == "" {
 			sp.resumePhase = string(phase)

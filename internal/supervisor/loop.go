@@ -15,21 +15,17 @@ import (
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
-// stop is a decision to end the run, taken inside a tick or by the evaluator.
+// stop is a decision to end the run, taken inside a tick or by the
+// evaluator: the stop as it is recorded, and where a resume continues.
 type stop struct {
-	code      stopreasons.Code
-	condition string
-	value     any
-	threshold any
-	message   string
-	details   map[string]any
+	stopreasons.Stop
 	// resumePhase is where a resume continues; "" means the run's phase.
 	resumePhase string
 }
 
 func internalStop(err error) *stop {
 	code := stopreasons.CodeOf(err)
-	return &stop{code: code, message: err.Error()}
+	return &stop{Stop: stopreasons.Stop{Code: code, Message: err.Error()}}
 }
 
 func (s *Supervisor) loop(ctx context.Context) (*state.State, error) {
@@ -47,7 +43,7 @@ func (s *Supervisor) loop(ctx context.Context) (*state.State, error) {
 	// after the stop was decided must not be lost either: it overrules a
 	// stop that an auto-resume would retry.
 	unwatch()
-	if sig := s.signalled(); sig != nil && sp.condition != "signal" && stopreasons.AutoResumable(sp.code) {
+	if sig := s.signalled(); sig != nil && sp.Condition != "signal" && stopreasons.AutoResumable(sp.Code) {
 		sp = s.signalStop(sig)
 	}
 	return s.finish(sp)
@@ -109,9 +105,9 @@ func (s *Supervisor) tick(ctx context.Context, phase Phase) result {
 		// Reached only when the evaluator did not stop a finished run,
 		// which cannot happen with every milestone approved; a resume of
 		// such a run lands here and completes it.
-		return result{Event: Event{Outcome: Finalized}, stop: &stop{condition: stopconditions.RuleMilestones, message: "all milestones approved"}}
+		return result{Event: Event{Outcome: Finalized}, stop: &stop{Stop: stopreasons.Stop{Condition: stopconditions.RuleMilestones, Message: "all milestones approved"}}}
 	}
-	return result{Event: Event{Outcome: Fault, Code: stopreasons.StateCorrupt}, stop: &stop{message: fmt.Sprintf("state.json: unknown phase %q", phase)}}
+	return result{Event: Event{Outcome: Fault, Code: stopreasons.StateCorrupt}, stop: &stop{Stop: stopreasons.Stop{Message: fmt.Sprintf("state.json: unknown phase %q", phase)}}}
 }
 
 // evaluate runs the stop conditions on a snapshot of the run after a step
@@ -139,7 +135,7 @@ func (s *Supervisor) limits() stopconditions.Limits {
 }
 
 func (s *Supervisor) verdictStop(v *stopconditions.Stop) *stop {
-	sp := &stop{code: v.Code, condition: v.Condition, value: v.Value, threshold: v.Threshold, message: v.Message}
+	sp := &stop{Stop: *v}
 	if v.Condition == stopconditions.RuleFinishedFailed {
 		s.unapprovedStop(sp)
 	}
@@ -167,14 +163,15 @@ func (s *Supervisor) unapprovedStop(sp *stop) {
 		return
 	}
 	m := st.Milestones[last]
-	sp.details = map[string]any{"milestone": last + 1, "milestone_goal": m.Goal, "unapproved": sp.value}
-	sp.value, sp.threshold = m.Retries, s.cfg.Stop.MaxMilestoneRetries
+	unapproved, _ := sp.Value.(int)
+	sp.Details = &stopreasons.StopDetails{Milestone: last + 1, MilestoneGoal: m.Goal, Unapproved: unapproved}
+	sp.Value, sp.Threshold = m.Retries, s.cfg.Stop.MaxMilestoneRetries
 	st.MilestoneIndex = first
 	sp.resumePhase = state.PhaseImplement
 }
 
 func (s *Supervisor) signalStop(sig *signalStop) *stop {
-	return &stop{code: sig.code, condition: "signal", message: sig.name}
+	return &stop{Stop: stopreasons.Stop{Code: sig.code, Condition: "signal", Message: sig.name}}
 }
 
 // StopWaiting records a stop that came while no tick ran, a signal or a
@@ -187,7 +184,32 @@ func (s *Supervisor) StopWaiting(st *state.State, code stopreasons.Code, message
 	if err := s.openRunFiles(); err != nil {
 		return st, err
 	}
-	return s.finish(&stop{code: code, condition: "signal", message: message})
+	return s.finish(&stop{Stop: stopreasons.Stop{Code: code, Condition: "signal", Message: message}})
+}
+
+// withContext is the stop with the evidence every stop carries filled in
+// where the deciding step left it out: the milestone, and the last failing
+// command with its signature.
+func (sp *stop) withContext(st *state.State) stopreasons.Stop {
+	out := sp.Stop
+	d := stopreasons.StopDetails{}
+	if sp.Details != nil {
+		d = *sp.Details
+	}
+	if idx := st.MilestoneIndex; idx >= 0 && idx < len(st.Milestones) && d.Milestone == 0 {
+		d.Milestone = idx + 1
+		d.MilestoneGoal = st.Milestones[idx].Goal
+	}
+	if f := st.LastFailure; f != nil {
+		if d.Command == "" {
+			d.Command = f.Command
+		}
+		if d.Signature == "" {
+			d.Signature = f.Signature
+		}
+	}
+	out.Details = &d
+	return out
 }
 
 // finish records the stop, persists everything, and writes report.md and
@@ -196,30 +218,13 @@ func (s *Supervisor) finish(sp *stop) (*state.State, error) {
 	st := s.st
 	now := s.o.Now().UTC()
 	st.Statistics = statistics(st)
-	reason := state.NewStopReason(sp.code, st.Statistics.Approved, sp.message)
-	reason.Condition = sp.condition
-	reason.Value = sp.value
-	reason.Threshold = sp.threshold
-	details := map[string]any{}
-	if idx := st.MilestoneIndex; idx >= 0 && idx < len(st.Milestones) {
-		details["milestone"] = idx + 1
-		details["milestone_goal"] = st.Milestones[idx].Goal
-	}
-	if f := st.LastFailure; f != nil {
-		details["command"] = f.Command
-		if f.Signature != "" {
-			details["signature"] = f.Signature
-		}
-	}
-	for k, v := range sp.details {
-		details[k] = v
-	}
-	reason.Details = details
+	reason := state.NewStopReason(sp.Code, st.Statistics.Approved, sp.Message)
+	reason.Stop = sp.withContext(st)
 	st.StopReason = reason
-	st.RunStatus = stopreasons.RunStatus(sp.code)
+	st.RunStatus = stopreasons.RunStatus(sp.Code)
 	st.StoppedAt = &now
 	st.AgentProcess = nil
-	st.Resumable = sp.code != stopreasons.Complete
+	st.Resumable = sp.Code != stopreasons.Complete
 	phase := sp.resumePhase
 	if phase == "" {
 		phase = st.Phase
@@ -235,19 +240,19 @@ func (s *Supervisor) finish(sp *stop) (*state.State, error) {
 		st.ResumeFrom = nil
 		st.Phase = state.PhaseStopped
 	}
-	s.event("stop", map[string]any{"code": string(sp.code), "condition": sp.condition, "message": sp.message, "exit_code": reason.ExitCode})
+	s.event("stop", map[string]any{"code": string(sp.Code), "condition": sp.Condition, "message": sp.Message, "exit_code": reason.ExitCode})
 	err := s.save()
 	// The stop is the run's last record: the timeline keeps it even when
 	// state.json could not be written.
 	s.flushEvents()
 	if s.log != nil {
-		s.log.Info("run stopped", zap.String("code", string(sp.code)), zap.String("message", sp.message))
+		s.log.Info("run stopped", zap.String("code", string(sp.Code)), zap.String("message", sp.Message))
 	}
 	if werr := doctor.WriteStopFiles(s.store.RunDir(st.RunID), st); werr != nil && err == nil {
 		err = werr
 	}
 	s.store.ClearStopRequest(st.RunID)
-	s.report("stop", sp.message)
+	s.report("stop", sp.Message)
 	return st, err
 }
 

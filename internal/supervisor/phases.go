@@ -134,13 +134,13 @@ func (s *Supervisor) gitContext(ctx context.Context) (context.Context, context.C
 func (s *Supervisor) interrupted(res worker.Result) (result, bool) {
 	if sig := s.signalled(); sig != nil {
 		sp := s.signalStop(sig)
-		return result{Event: Event{Outcome: Interrupted, Code: sp.code}, stop: sp}, true
+		return result{Event: Event{Outcome: Interrupted, Code: sp.Code}, stop: sp}, true
 	}
 	if res.Canceled && !s.deadline.IsZero() && !s.o.Now().Before(s.deadline) {
 		budget := time.Duration(s.st.Budget.TimeMS) * time.Millisecond
-		return result{Event: Event{Outcome: Interrupted, Code: stopreasons.Timeout}, stop: &stop{condition: "budget.time",
-			value: s.elapsed().Round(time.Second).String(), threshold: budget.String(),
-			message: fmt.Sprintf("the time budget of %s ran out", budget)}}, true
+		return result{Event: Event{Outcome: Interrupted, Code: stopreasons.Timeout}, stop: &stop{Stop: stopreasons.Stop{Condition: "budget.time",
+			Value: s.elapsed().Round(time.Second).String(), Threshold: budget.String(),
+			Message: fmt.Sprintf("the time budget of %s ran out", budget)}}}, true
 	}
 	return result{}, false
 }
@@ -194,7 +194,7 @@ func (s *Supervisor) implement(ctx context.Context) result {
 	if err != nil {
 		if errors.Is(err, worker.ErrNotFound) {
 			return result{Event: Event{Outcome: Fault, Code: stopreasons.WorkerNotFound},
-				stop: &stop{condition: "agent.command", message: err.Error(), details: map[string]any{"command": s.program}}}
+				stop: &stop{Stop: stopreasons.Stop{Condition: "agent.command", Message: err.Error(), Details: &stopreasons.StopDetails{Command: s.program}}}}
 		}
 		return fault(err)
 	}
@@ -208,12 +208,12 @@ func (s *Supervisor) implement(ctx context.Context) result {
 		return r
 	}
 	if res.TimedOut {
-		return result{Event: Event{Outcome: AgentTimedOut}, stop: &stop{condition: "agent.timeout", value: res.Duration.Round(time.Second).String(),
-			threshold: s.cfg.Agent.Timeout.String(), message: fmt.Sprintf("the agent call ran past agent.timeout (%s)", s.cfg.Agent.Timeout)}}
+		return result{Event: Event{Outcome: AgentTimedOut}, stop: &stop{Stop: stopreasons.Stop{Condition: "agent.timeout", Value: res.Duration.Round(time.Second).String(),
+			Threshold: s.cfg.Agent.Timeout.String(), Message: fmt.Sprintf("the agent call ran past agent.timeout (%s)", s.cfg.Agent.Timeout)}}}
 	}
 	if res.Idle {
-		return result{Event: Event{Outcome: AgentStalled}, stop: &stop{condition: "agent.idle_timeout", threshold: s.cfg.Agent.IdleTimeout.String(),
-			message: fmt.Sprintf("the agent printed nothing for %s", s.cfg.Agent.IdleTimeout)}}
+		return result{Event: Event{Outcome: AgentStalled}, stop: &stop{Stop: stopreasons.Stop{Condition: "agent.idle_timeout", Threshold: s.cfg.Agent.IdleTimeout.String(),
+			Message: fmt.Sprintf("the agent printed nothing for %s", s.cfg.Agent.IdleTimeout)}}}
 	}
 	gctx, cancel := s.gitContext(ctx)
 	defer cancel()
@@ -276,7 +276,7 @@ func (s *Supervisor) afterImplement(ctx context.Context) (result, bool) {
 	inScope := slices.DeleteFunc(slices.Clone(changed), func(p string) bool { return p == st.Task.File })
 	violations, err := guard.CheckScope(inScope, s.cfg.Scope.Allow, s.cfg.Scope.Deny)
 	if err != nil {
-		return result{Event: Event{Outcome: Fault, Code: stopreasons.ConfigInvalid}, stop: &stop{message: err.Error()}}, true
+		return result{Event: Event{Outcome: Fault, Code: stopreasons.ConfigInvalid}, stop: &stop{Stop: stopreasons.Stop{Message: err.Error()}}}, true
 	}
 	if len(violations) > 0 {
 		var files, rules, named, ruleNames []string
@@ -293,9 +293,9 @@ func (s *Supervisor) afterImplement(ctx context.Context) (result, bool) {
 			named = append(named, fmt.Sprintf("%q (%s%s)", v.Path, r, committedNote(committed, v.Path)))
 		}
 		s.event("guard", map[string]any{"rule": "scope", "files": files, "rules": rules})
-		return result{Event: Event{Outcome: ScopeViolated}, stop: &stop{condition: strings.Join(ruleNames, ", "),
-			message: fmt.Sprintf("%d changed file(s) outside the scope: %s", len(files), strings.Join(named, ", ")),
-			details: map[string]any{"files": files, "rules": rules, "committed": onlyIn(committed, files)}}}, true
+		return result{Event: Event{Outcome: ScopeViolated}, stop: &stop{Stop: stopreasons.Stop{Condition: strings.Join(ruleNames, ", "),
+			Message: fmt.Sprintf("%d changed file(s) outside the scope: %s", len(files), strings.Join(named, ", ")),
+			Details: &stopreasons.StopDetails{Files: files, Rules: rules, Committed: onlyIn(committed, files)}}}}, true
 	}
 	if !st.Flags.AllowDeps {
 		if locks := guard.CheckLockfiles(changed, s.cfg.Scope.Lockfiles); len(locks) > 0 {
@@ -305,9 +305,9 @@ func (s *Supervisor) afterImplement(ctx context.Context) (result, bool) {
 				named = append(named, fmt.Sprintf("%q (scope.lockfiles%s)", l, committedNote(committed, l)))
 			}
 			s.event("guard", map[string]any{"rule": "lockfiles", "files": locks})
-			return result{Event: Event{Outcome: LockfileChanged}, stop: &stop{condition: "scope.lockfiles",
-				message: fmt.Sprintf("lockfile(s) changed without --allow-deps: %s", strings.Join(named, ", ")),
-				details: map[string]any{"files": locks, "rules": rules, "committed": onlyIn(committed, locks)}}}, true
+			return result{Event: Event{Outcome: LockfileChanged}, stop: &stop{Stop: stopreasons.Stop{Condition: "scope.lockfiles",
+				Message: fmt.Sprintf("lockfile(s) changed without --allow-deps: %s", strings.Join(named, ", ")),
+				Details: &stopreasons.StopDetails{Files: locks, Rules: rules, Committed: onlyIn(committed, locks)}}}}, true
 		}
 	}
 	return result{}, false
@@ -341,10 +341,9 @@ func committedNote(committed []string, p string) string {
 	return ""
 }
 
-// onlyIn returns the elements of list that are also in of, never nil, so
-// the stop's details always carry the key.
+// onlyIn returns the elements of list that are also in of.
 func onlyIn(list, of []string) []string {
-	out := []string{}
+	var out []string
 	for _, p := range list {
 		if slices.Contains(of, p) {
 			out = append(out, p)
@@ -358,25 +357,26 @@ func (s *Supervisor) judgeAgent(ar agents.Result, res worker.Result) result {
 	st := s.st
 	switch ar.Class {
 	case agents.ClassRateLimit:
-		details := map[string]any{}
+		details := &stopreasons.StopDetails{AgentError: firstLine(ar.ErrorText, "")}
 		msg := "the agent hit a rate or usage limit"
 		if !ar.ResetAt.IsZero() {
-			details["reset_at"] = ar.ResetAt.UTC().Format(time.RFC3339)
-			msg += "; it resets at " + ar.ResetAt.UTC().Format(time.RFC3339)
+			details.ResetAt = ar.ResetAt.UTC().Format(time.RFC3339)
+			msg += "; it resets at " + details.ResetAt
 		}
 		return result{Event: Event{Outcome: AgentRateLimited}, errText: ar.ErrorText,
-			stop: &stop{condition: "agent", message: msg, details: details}}
+			stop: &stop{Stop: stopreasons.Stop{Condition: "agent", Message: msg, Details: details}}}
 	case agents.ClassAuth:
 		return result{Event: Event{Outcome: AgentAuthFailed}, errText: ar.ErrorText,
-			stop: &stop{condition: "agent", message: firstLine(ar.ErrorText, "authentication failed")}}
+			stop: &stop{Stop: stopreasons.Stop{Condition: "agent", Message: firstLine(ar.ErrorText, "authentication failed"),
+				Details: &stopreasons.StopDetails{AgentError: firstLine(ar.ErrorText, "")}}}}
 	case agents.ClassBudget:
 		return result{Event: Event{Outcome: AgentCostCap}, errText: ar.ErrorText,
-			stop: &stop{condition: "max_cost_usd", value: round2(st.Usage.CostUSD), threshold: st.Budget.MaxCostUSD,
-				message: fmt.Sprintf("the agent stopped on the cost cap: $%.2f of $%.2f", st.Usage.CostUSD, st.Budget.MaxCostUSD)}}
+			stop: &stop{Stop: stopreasons.Stop{Condition: "max_cost_usd", Value: round2(st.Usage.CostUSD), Threshold: st.Budget.MaxCostUSD,
+				Message: fmt.Sprintf("the agent stopped on the cost cap: $%.2f of $%.2f", st.Usage.CostUSD, st.Budget.MaxCostUSD)}}}
 	}
 	if ar.Signal == agents.SignalBlocked {
 		return result{Event: Event{Outcome: AgentBlocked}, errText: ar.SignalText,
-			stop: &stop{condition: "RUNR_STATUS", message: firstLine(ar.SignalText, "the agent is blocked")}}
+			stop: &stop{Stop: stopreasons.Stop{Condition: "RUNR_STATUS", Message: firstLine(ar.SignalText, "the agent is blocked")}}}
 	}
 	if ar.IsError || ar.Signal == agents.SignalFailed || res.ExitCode != 0 {
 		text := ar.ErrorText
@@ -422,8 +422,8 @@ func (s *Supervisor) verify(ctx context.Context) result {
 		if res.TimedOut {
 			st.LastFailure = &state.Failure{Tick: st.Tick, Phase: state.PhaseVerify, Command: cmd, ExitCode: res.ExitCode,
 				Tail: worker.Tail(res.Tail, feedbackLines), Log: s.relLog(logPath)}
-			return result{Event: Event{Outcome: VerifyTimedOut}, stop: &stop{condition: "verify.timeout", threshold: s.cfg.Verify.Timeout.String(),
-				message: fmt.Sprintf("%q ran past verify.timeout (%s)", cmd, s.cfg.Verify.Timeout), details: map[string]any{"command": cmd}}}
+			return result{Event: Event{Outcome: VerifyTimedOut}, stop: &stop{Stop: stopreasons.Stop{Condition: "verify.timeout", Threshold: s.cfg.Verify.Timeout.String(),
+				Message: fmt.Sprintf("%q ran past verify.timeout (%s)", cmd, s.cfg.Verify.Timeout), Details: &stopreasons.StopDetails{Command: cmd}}}}
 		}
 		passed := res.ExitCode == 0
 		if passed && !prev[cmd] && hasCheck(st.Verify, cmd) {
@@ -477,7 +477,7 @@ func (s *Supervisor) review(ctx context.Context) result {
 	res, err := s.runProcess(ctx, state.PhaseReview, worker.Spec{Argv: argv, Dir: s.dir, Env: s.childEnv(state.PhaseReview), LogPath: logPath, Timeout: s.cfg.Verify.Timeout})
 	if err != nil {
 		if errors.Is(err, worker.ErrNotFound) {
-			return result{Event: Event{Outcome: Fault, Code: stopreasons.EnvironmentInvalid}, stop: &stop{condition: "review.command", message: err.Error()}}
+			return result{Event: Event{Outcome: Fault, Code: stopreasons.EnvironmentInvalid}, stop: &stop{Stop: stopreasons.Stop{Condition: "review.command", Message: err.Error()}}}
 		}
 		return fault(err)
 	}
@@ -507,8 +507,8 @@ func (s *Supervisor) review(ctx context.Context) result {
 		failure.Notes = notes
 		st.LastFailure = failure
 		return result{Event: Event{Outcome: ReviewRejected}, errText: "the review rejected the work",
-			stop: &stop{condition: "review.command", message: "the review rejected milestone " + strconv.Itoa(st.MilestoneIndex+1),
-				details: map[string]any{"command": cmd}}}
+			stop: &stop{Stop: stopreasons.Stop{Condition: "review.command", Message: "the review rejected milestone " + strconv.Itoa(st.MilestoneIndex+1),
+				Details: &stopreasons.StopDetails{Command: cmd}}}}
 	default:
 		h := sha256.Sum256([]byte(strings.TrimSpace(notes)))
 		hash := hex.EncodeToString(h[:8])

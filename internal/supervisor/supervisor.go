@@ -267,16 +267,16 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 			return internalStop(err)
 		}
 		if len(dirty) > 0 && !st.Flags.AllowDirty {
-			return &stop{code: stopreasons.DirtyWorktree, condition: "allow_dirty",
-				message: fmt.Sprintf("%d uncommitted change(s) before the run", len(dirty)),
-				details: map[string]any{"files": dirty}}
+			return &stop{Stop: stopreasons.Stop{Code: stopreasons.DirtyWorktree, Condition: "allow_dirty",
+				Message: fmt.Sprintf("%d uncommitted change(s) before the run", len(dirty)),
+				Details: &stopreasons.StopDetails{Files: dirty}}}
 		}
 	}
 	if st.Flags.Worktree {
 		wt := filepath.Join(s.store.Home, "worktrees", st.RunID)
 		branch := "runr/" + st.RunID
 		if err := guard.AddWorktree(ctx, s.o.Repo, wt, branch); err != nil {
-			return &stop{code: stopreasons.EnvironmentInvalid, message: err.Error()}
+			return &stop{Stop: stopreasons.Stop{Code: stopreasons.EnvironmentInvalid, Message: err.Error()}}
 		}
 		st.Worktree, st.Branch = wt, branch
 		s.dir = wt
@@ -301,8 +301,8 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 	r := s.cfg.Stop
 	for _, prog := range stopconditions.ScriptPrograms(r.Success, r.Failure, r.Conditions) {
 		if _, err := lookProgram(prog, s.dir, s.o.Environ); err != nil {
-			return &stop{code: stopreasons.ConfigInvalid, condition: "custom_script",
-				message: fmt.Sprintf("custom_script %q cannot be run from %s: %v (fix the script path in runr.yaml, or make the file executable)", prog, s.dir, err)}
+			return &stop{Stop: stopreasons.Stop{Code: stopreasons.ConfigInvalid, Condition: "custom_script",
+				Message: fmt.Sprintf("custom_script %q cannot be run from %s: %v (fix the script path in runr.yaml, or make the file executable)", prog, s.dir, err)}}
 		}
 	}
 	if stop := s.claim(ctx); stop != nil {
@@ -327,25 +327,25 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 func (s *Supervisor) prepareAgent() *stop {
 	a, err := agents.Lookup(s.cfg.Agent.Kind)
 	if err != nil {
-		return &stop{code: stopreasons.CodeOf(err), message: err.Error()}
+		return &stop{Stop: stopreasons.Stop{Code: stopreasons.CodeOf(err), Message: err.Error()}}
 	}
 	s.adapter = a
 	b, price := s.st.Budget, s.cfg.Agent.Price
 	if err := agents.BudgetProblem(a, b.MaxCostUSD, b.MaxTokens, price.InputPerMTok > 0 || price.OutputPerMTok > 0); err != nil {
-		return &stop{code: stopreasons.CodeOf(err), message: err.Error()}
+		return &stop{Stop: stopreasons.Stop{Code: stopreasons.CodeOf(err), Message: err.Error()}}
 	}
 	if msg := agents.RootSandboxProblem(s.cfg.Agent.Kind, s.cfg.Agent.PermissionMode, os.Geteuid(), s.o.Environ); msg != "" {
-		return &stop{code: stopreasons.EnvironmentInvalid, message: msg}
+		return &stop{Stop: stopreasons.Stop{Code: stopreasons.EnvironmentInvalid, Message: msg}}
 	}
 	prog := a.Program(s.request(""))
 	if prog == "" {
-		return &stop{code: stopreasons.UsageError, message: "agent.command is empty: give the agent's argv after --, or set agent.command in runr.yaml"}
+		return &stop{Stop: stopreasons.Stop{Code: stopreasons.UsageError, Message: "agent.command is empty: give the agent's argv after --, or set agent.command in runr.yaml"}}
 	}
 	path, err := lookProgram(prog, s.dir, s.o.Environ)
 	if err != nil {
-		return &stop{code: stopreasons.WorkerNotFound, condition: "agent.command",
-			message: fmt.Sprintf("agent program %q not found or not executable: %v", prog, err),
-			details: map[string]any{"command": prog}}
+		return &stop{Stop: stopreasons.Stop{Code: stopreasons.WorkerNotFound, Condition: "agent.command",
+			Message: fmt.Sprintf("agent program %q not found or not executable: %v", prog, err),
+			Details: &stopreasons.StopDetails{Command: prog}}}
 	}
 	s.program = path
 	return nil
@@ -407,9 +407,9 @@ func (s *Supervisor) claim(ctx context.Context) *stop {
 				if len(scope) == 0 {
 					scope = []string{"the whole checkout"}
 				}
-				return &stop{code: stopreasons.FileCollision, condition: "force_parallel",
-					message: fmt.Sprintf("run %s is live on this checkout with an overlapping scope", c.RunID),
-					details: map[string]any{"other": c.RunID, "files": scope}}
+				return &stop{Stop: stopreasons.Stop{Code: stopreasons.FileCollision, Condition: "force_parallel",
+					Message: fmt.Sprintf("run %s is live on this checkout with an overlapping scope", c.RunID),
+					Details: &stopreasons.StopDetails{Other: c.RunID, Files: scope}}}
 			}
 		}
 	}
@@ -568,8 +568,8 @@ func (s *Supervisor) checkScopeGlobs() *stop {
 	}{{"scope.allow", s.cfg.Scope.Allow}, {"scope.deny", s.cfg.Scope.Deny}, {"scope.lockfiles", s.cfg.Scope.Lockfiles}} {
 		for i, p := range list.patterns {
 			if err := guard.ValidGlob(p); err != nil {
-				return &stop{code: stopreasons.ConfigInvalid, condition: list.key,
-					message: fmt.Sprintf("%s[%d]: %v", list.key, i, err)}
+				return &stop{Stop: stopreasons.Stop{Code: stopreasons.ConfigInvalid, Condition: list.key,
+					Message: fmt.Sprintf("%s[%d]: %v", list.key, i, err)}}
 			}
 		}
 	}

@@ -66,7 +66,9 @@ func git(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-func (r *run) set(key string, v any) { r.over = append(r.over, config.Override{Key: key, Value: v, Source: key}) }
+func (r *run) set(key string, v any) {
+	r.over = append(r.over, config.Override{Key: key, Value: v, Source: key})
+}
 
 // agent installs a shell script as the agent.
 func (r *run) agent(script string) {
@@ -226,7 +228,9 @@ func TestScopeGuardStopsAWriteOutsideTheScope(t *testing.T) {
 	r.set("verify.commands", []string{"true"})
 	st := r.start()
 	assert.Equal(t, stopreasons.GuardViolation, st.StopReason.Code)
-	assert.Equal(t, []any{"secrets/key"}, toAny(st.StopReason.Details["files"]))
+	require.NotNil(t, st.StopReason.Details)
+	assert.Equal(t, []string{"secrets/key"}, st.StopReason.Details.Files)
+	assert.Equal(t, []string{"scope.deny secrets/**"}, st.StopReason.Details.Rules)
 	assert.Contains(t, st.StopReason.Message, "secrets/key")
 }
 
@@ -237,20 +241,6 @@ func TestLockfileGuard(t *testing.T) {
 	st := r.start()
 	assert.Equal(t, stopreasons.LockfileViolation, st.StopReason.Code)
 	assert.Equal(t, "scope.lockfiles", st.StopReason.Condition)
-}
-
-func toAny(v any) []any {
-	switch l := v.(type) {
-	case []string:
-		out := make([]any, len(l))
-		for i, s := range l {
-			out[i] = s
-		}
-		return out
-	case []any:
-		return l
-	}
-	return nil
 }
 
 func TestReviewRequestsChangesThenApproves(t *testing.T) {

@@ -1,0 +1,52 @@
+package stopreasons
+
+// Stop is one stop of a run: its reason, the rule or event that decided it
+// with its figures, and the evidence. The same value goes from the
+// evaluator or the tick that decided it into state.json, stop.json, the
+// doctor's report and --json.
+type Stop struct {
+	Code Code `json:"code"`
+	// Condition is the rule key ("max_reject_rate", "budget.time"), the
+	// custom entry ("stop.failure[0]: output_pattern"), or the event
+	// ("signal", "agent.timeout").
+	Condition string `json:"condition,omitempty"`
+	// Value and Threshold are the rule's figures: a number, or a duration
+	// as text ("12m0s"); nil where the rule has none.
+	Value     any    `json:"value,omitempty"`
+	Threshold any    `json:"threshold,omitempty"`
+	Message   string `json:"message"`
+	// Details is the evidence the stop's family has.
+	Details *StopDetails `json:"details,omitempty"`
+}
+
+// StopDetails is the evidence of one stop; each family fills its own
+// fields and leaves the others empty.
+type StopDetails struct {
+	// Where the run was when it stopped: every stop of a run with
+	// milestones.
+	Milestone     int    `json:"milestone,omitempty"`
+	MilestoneGoal string `json:"milestone_goal,omitempty"`
+
+	// Failures (failure, review and worker families): the last failing
+	// command or agent program, and its error signature.
+	Command   string `json:"command,omitempty"`
+	Signature string `json:"signature,omitempty"`
+
+	// Guards (constraint family): the files, the rule each one broke, and
+	// those the agent committed itself (undoing them takes more than a
+	// stash).
+	Files     []string `json:"files,omitempty"`
+	Rules     []string `json:"rules,omitempty"`
+	Committed []string `json:"committed,omitempty"`
+	// Other is the live run whose claim overlaps (file_collision).
+	Other string `json:"other,omitempty"`
+
+	// Workers: the agent's own error, and when a rate limit resets
+	// (RFC 3339), if the agent said.
+	AgentError string `json:"agent_error,omitempty"`
+	ResetAt    string `json:"reset_at,omitempty"`
+
+	// Unapproved counts the milestones a skip-mode run finished without
+	// approving.
+	Unapproved int `json:"unapproved,omitempty"`
+}
