@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/state"
@@ -28,7 +30,7 @@ func repoRoot() (string, error) {
 
 // openStore opens the run store: --home, else RUNR_HOME, else the git
 // common dir's runr/ of the repository around the working directory.
-func openStore(io *IOStreams, g *globalOptions) (*state.Store, error) {
+func openStore(io *IOStreams, g *GlobalOptions) (*state.Store, error) {
 	home := g.Home
 	if home == "" {
 		home = lookupEnv(io.Environ, "RUNR_HOME")
@@ -46,6 +48,14 @@ func openStore(io *IOStreams, g *globalOptions) (*state.Store, error) {
 		home = abs
 	}
 	return state.Open(home)
+}
+
+// notifySignals delivers SIGINT, SIGTERM and SIGHUP to the run instead of
+// ending runr, so that the run stops cleanly and records why; stop undoes it.
+func notifySignals() (sigs <-chan os.Signal, stop func()) {
+	c := make(chan os.Signal, 4)
+	signal.Notify(c, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	return c, func() { signal.Stop(c) }
 }
 
 func lookupEnv(env []string, key string) string {

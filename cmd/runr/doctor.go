@@ -12,21 +12,23 @@ import (
 	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/doctor"
+	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
-
-func init() { extraCommands = append(extraCommands, newDoctorCmd) }
 
 // DoctorOptions are the parsed arguments of `runr doctor`.
 type DoctorOptions struct {
 	IO     *IOStreams
-	Global *globalOptions
+	Global *GlobalOptions
+	Store  func() (*state.Store, error)
 	Ref    string
 	JSON   bool
 }
 
-func newDoctorCmd(io *IOStreams, g *globalOptions) *cobra.Command {
-	opts := &DoctorOptions{IO: io, Global: g}
+// NewCmdDoctor builds `runr doctor`; runF, when a test passes one, gets the
+// parsed options instead of doctorRun or doctorEnv.
+func NewCmdDoctor(f *Factory, runF func(*DoctorOptions) error) *cobra.Command {
+	opts := &DoctorOptions{IO: f.IO, Global: f.Global, Store: f.Store}
 	cmd := &cobra.Command{
 		Use:   "doctor [<id>|latest]",
 		Short: "Explain why a run stopped and what to do next, or check the environment",
@@ -41,6 +43,11 @@ worktrees). Exits 0 when all pass, 78 for an invalid config, 69 otherwise.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.Ref = args[0]
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			if len(args) == 1 {
 				return doctorRun(opts)
 			}
 			return doctorEnv(opts)
@@ -51,7 +58,7 @@ worktrees). Exits 0 when all pass, 78 for an invalid config, 69 otherwise.`,
 }
 
 func doctorRun(opts *DoctorOptions) error {
-	store, err := openStore(opts.IO, opts.Global)
+	store, err := opts.Store()
 	if err != nil {
 		return err
 	}

@@ -21,8 +21,10 @@ type ReasonsOptions struct {
 	Markdown bool
 }
 
-func newReasonsCmd(io *IOStreams, runF func(*ReasonsOptions) error) *cobra.Command {
-	opts := &ReasonsOptions{IO: io}
+// NewCmdReasons builds `runr reasons`; runF, when a test passes one, gets
+// the parsed options instead of reasonsRun.
+func NewCmdReasons(f *Factory, runF func(*ReasonsOptions) error) *cobra.Command {
+	opts := &ReasonsOptions{IO: f.IO}
 	cmd := &cobra.Command{
 		Use:   "reasons [CODE]",
 		Short: "List every stop reason with its exit code, or explain one",
@@ -40,10 +42,10 @@ that reason in full with its diagnosis and next actions.`,
 			return reasonsRun(opts)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&opts.Family, "family", "", "only the reasons of this family")
-	f.BoolVar(&opts.JSON, "json", false, "print the registry as a JSON array")
-	f.BoolVar(&opts.Markdown, "markdown", false, "print the table of docs/stop-reasons.md")
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Family, "family", "", "only the reasons of this family")
+	fl.BoolVar(&opts.JSON, "json", false, "print the registry as a JSON array")
+	fl.BoolVar(&opts.Markdown, "markdown", false, "print the table of docs/stop-reasons.md")
 	return cmd
 }
 

@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,16 +13,18 @@ import (
 	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/resume"
+	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/supervisor"
 )
 
-func init() { extraCommands = append(extraCommands, newResumeCmd) }
-
 // ResumeOptions are the parsed arguments of `runr resume`.
 type ResumeOptions struct {
-	IO     *IOStreams
-	Global *globalOptions
+	IO       *IOStreams
+	Global   *GlobalOptions
+	RepoRoot func() (string, error)
+	Store    func() (*state.Store, error)
+	Version  string
 
 	Ref string
 	// The budget flags as typed; parsed in resumeRun so that a bad value is
@@ -37,8 +36,10 @@ type ResumeOptions struct {
 	JSON, Quiet                     bool
 }
 
-func newResumeCmd(io *IOStreams, g *globalOptions) *cobra.Command {
-	opts := &ResumeOptions{IO: io, Global: g}
+// NewCmdResume builds `runr resume`; runF, when a test passes one, gets the
+// parsed options instead of resumeRun.
+func NewCmdResume(f *Factory, runF func(*ResumeOptions) error) *cobra.Command {
+	opts := &ResumeOptions{IO: f.IO, Global: f.Global, RepoRoot: f.RepoRoot, Store: f.Store, Version: f.Version}
 	cmd := &cobra.Command{
 		Use:   "resume <id>|latest",
 		Short: "Continue a stopped or crashed run where it stopped",
@@ -56,21 +57,24 @@ The exit code says why the run stopped: see 'runr reasons'.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Ref = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
 			return resumeRun(opts)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&opts.Time, "time", "", "grant this much more time, e.g. 30m (a bare number means minutes)")
-	f.StringVar(&opts.MaxTicks, "max-ticks", "", "grant this many more phase steps")
-	f.StringVar(&opts.MaxIterations, "max-iterations", "", "grant this many more agent calls")
-	f.StringVar(&opts.MaxCost, "max-cost", "", "grant this much more cost budget in USD")
-	f.BoolVar(&opts.AllowDeps, "allow-deps", false, "allow the agent to change lockfiles from now on")
-	f.BoolVar(&opts.ForceParallel, "force-parallel", false, "continue even when a live run claims an overlapping scope")
-	f.BoolVar(&opts.Force, "force", false, "continue even though the config changed since the run started")
-	f.BoolVar(&opts.AutoResume, "auto-resume", false, "after a transient stop (stalled, worker_timeout, worker_rate_limited, terminated) wait and continue")
-	f.BoolVar(&opts.Plan, "plan", false, "print what the resume would do and change nothing")
-	f.BoolVar(&opts.JSON, "json", false, "print one JSON object on stdout at the end")
-	f.BoolVar(&opts.Quiet, "quiet", false, "no progress output, only the summary")
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Time, "time", "", "grant this much more time, e.g. 30m (a bare number means minutes)")
+	fl.StringVar(&opts.MaxTicks, "max-ticks", "", "grant this many more phase steps")
+	fl.StringVar(&opts.MaxIterations, "max-iterations", "", "grant this many more agent calls")
+	fl.StringVar(&opts.MaxCost, "max-cost", "", "grant this much more cost budget in USD")
+	fl.BoolVar(&opts.AllowDeps, "allow-deps", false, "allow the agent to change lockfiles from now on")
+	fl.BoolVar(&opts.ForceParallel, "force-parallel", false, "continue even when a live run claims an overlapping scope")
+	fl.BoolVar(&opts.Force, "force", false, "continue even though the config changed since the run started")
+	fl.BoolVar(&opts.AutoResume, "auto-resume", false, "after a transient stop (stalled, worker_timeout, worker_rate_limited, terminated) wait and continue")
+	fl.BoolVar(&opts.Plan, "plan", false, "print what the resume would do and change nothing")
+	fl.BoolVar(&opts.JSON, "json", false, "print one JSON object on stdout at the end")
+	fl.BoolVar(&opts.Quiet, "quiet", false, "no progress output, only the summary")
 	return cmd
 }
 
@@ -117,11 +121,11 @@ func resumeRun(opts *ResumeOptions) error {
 	if err != nil {
 		return err
 	}
-	store, err := openStore(io, opts.Global)
+	store, err := opts.Store()
 	if err != nil {
 		return err
 	}
-	repo, err := repoRoot()
+	repo, err := opts.RepoRoot()
 	if err != nil {
 		return err
 	}
@@ -134,7 +138,7 @@ func resumeRun(opts *ResumeOptions) error {
 		Force:         opts.Force,
 		DryRun:        opts.Plan,
 		Config:        config.LoadOptions{RepoRoot: repo, ConfigFile: opts.Global.Config, Environ: io.Environ},
-		RunrVersion:   runrVersion(),
+		RunrVersion:   opts.Version,
 		GitHead:       head,
 	})
 	if err != nil {
@@ -154,51 +158,32 @@ func resumeRun(opts *ResumeOptions) error {
 	if opts.Plan {
 		return printPlan(io, plan, opts)
 	}
-	st := plan.State
-	if st.Repo != "" {
-		repo = st.Repo
-	}
-
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+	sigs, stopSignals := notifySignals()
+	defer stopSignals()
 	live := newLiveLine(io, opts.Quiet || opts.JSON)
-	newSup := func() *supervisor.Supervisor {
-		return supervisor.New(supervisor.Options{
-			Config:   plan.Config,
+	runner := &resume.Runner{
+		// The plan gives the run's own settings, flags, task and checkout.
+		Supervisor: supervisor.Options{
 			Store:    store,
 			Repo:     repo,
 			Environ:  io.Environ,
-			Version:  runrVersion(),
-			Flags:    st.Flags,
-			TaskFile: st.Task.File,
-			Prompt:   st.Task.Prompt,
+			Version:  opts.Version,
 			Signals:  sigs,
 			Progress: live.update,
-			KeepLock: opts.AutoResume,
-		})
+		},
+		Auto: opts.AutoResume,
+		Recovered: func(stopped bool) {
+			if opts.Quiet || opts.JSON {
+				return
+			}
+			if stopped {
+				fmt.Fprintf(io.Err, "runr: run %s had crashed; stopped the agent process group it left behind\n", plan.RunID)
+			} else {
+				fmt.Fprintf(io.Err, "runr: run %s had crashed; continuing from its last saved state\n", plan.RunID)
+			}
+		},
 	}
-	sup := newSup()
-	sup.Lock(plan.Lock)
-	if plan.Crashed {
-		stopped, err := sup.RecoverCrash(st)
-		if err != nil {
-			plan.Release()
-			live.done()
-			return err
-		}
-		if stopped && !opts.Quiet && !opts.JSON {
-			fmt.Fprintf(io.Err, "runr: run %s had crashed; stopped the agent process group it left behind\n", st.RunID)
-		} else if !opts.Quiet && !opts.JSON {
-			fmt.Fprintf(io.Err, "runr: run %s had crashed; continuing from its last saved state\n", st.RunID)
-		}
-	}
-	st, err = sup.Continue(context.Background(), st)
-	if opts.AutoResume && err == nil {
-		st, err = autoResume(autoResumeEnv{io: io, store: store, cfg: plan.Config, sigs: sigs, live: live, newSup: newSup}, sup.HeldLock(), st)
-	} else if l := sup.HeldLock(); l != nil {
-		l.Release()
-	}
+	st, err := runner.Continue(context.Background(), plan)
 	live.done()
 	return finishRun(io, store, st, err, opts.JSON)
 }

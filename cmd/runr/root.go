@@ -25,16 +25,9 @@ func runrVersion() string {
 	return "dev"
 }
 
-// globalOptions are the flags every command shares.
-type globalOptions struct {
-	Home    string
-	Config  string
-	NoColor bool
-}
-
 // Main runs runr with args and returns the process exit code.
 func Main(args []string, io *IOStreams) int {
-	root, parsed := newRootCmd(io)
+	root, parsed := newRootCmd(NewFactory(io))
 	root.SetArgs(args)
 	err := root.Execute()
 	if err != nil && !*parsed {
@@ -64,9 +57,12 @@ func printError(io *IOStreams, err error, parseError bool) {
 	fmt.Fprintf(io.Err, "%s\n", p.Dim(fmt.Sprintf("(%s, exit %d)", code, stopreasons.ExitCode(code))))
 }
 
-func newRootCmd(io *IOStreams) (*cobra.Command, *bool) {
+// newRootCmd builds the root command with every command of runr; parsed
+// tells, after Execute, whether the command line was parsed (so that an
+// error before that is a usage error).
+func newRootCmd(f *Factory) (*cobra.Command, *bool) {
+	io, g := f.IO, f.Global
 	parsed := new(bool)
-	g := &globalOptions{}
 	root := &cobra.Command{
 		Use:   "runr",
 		Short: "Supervise unattended AI coding-agent runs",
@@ -75,7 +71,7 @@ step with verification commands, enforces stop rules, writes its state
 crash-safely after every tick, and exits with a code that says why it stopped.
 
 Every exit code is listed by 'runr reasons'.`,
-		Version:       runrVersion(),
+		Version:       f.Version,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -98,27 +94,13 @@ Every exit code is listed by 'runr reasons'.`,
 	pf.BoolVar(&g.NoColor, "no-color", false, "never colour the output (also NO_COLOR)")
 
 	root.AddCommand(
-		newReasonsCmd(io, nil),
-		newVersionCmd(io),
+		NewCmdRun(f, nil),
+		NewCmdResume(f, nil),
+		NewCmdStatus(f, nil),
+		NewCmdStop(f, nil),
+		NewCmdDoctor(f, nil),
+		NewCmdReasons(f, nil),
+		NewCmdVersion(f, nil),
 	)
-	for _, add := range extraCommands {
-		root.AddCommand(add(io, g))
-	}
 	return root, parsed
-}
-
-// extraCommands are the commands registered by the other files of this
-// package, each with its global options.
-var extraCommands []func(*IOStreams, *globalOptions) *cobra.Command
-
-func newVersionCmd(io *IOStreams) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print runr's version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			fmt.Fprintf(io.Out, "runr %s\n", runrVersion())
-			return nil
-		},
-	}
 }

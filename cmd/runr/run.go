@@ -4,32 +4,34 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/resume"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/supervisor"
 )
 
-func init() { extraCommands = append(extraCommands, newRunCmd) }
-
 // RunOptions are the parsed arguments of `runr run`.
 type RunOptions struct {
-	IO     *IOStreams
-	Global *globalOptions
+	IO       *IOStreams
+	Global   *GlobalOptions
+	RepoRoot func() (string, error)
+	Store    func() (*state.Store, error)
+	Version  string
 
 	Task, Prompt string
-	Overrides    []config.Override
-	AgentArgv    []string
-	Flags        state.Flags
-	JSON, Quiet  bool
-	AutoResume   bool // continue after an auto-resumable stop
+	// Overrides are the settings given by flags (--task, --time, ..., and
+	// an agent argv after --), the highest layer of the config.
+	Overrides   []config.Override
+	AgentArgv   []string
+	Flags       state.Flags
+	JSON, Quiet bool
+	AutoResume  bool // continue after an auto-resumable stop
 }
 
 // configFlags map `runr run` flags to config keys; their values are
@@ -49,8 +51,10 @@ var configFlags = []struct {
 	{"deny", "scope.deny", "glob of files the agent must not change (repeatable)", true},
 }
 
-func newRunCmd(io *IOStreams, g *globalOptions) *cobra.Command {
-	opts := &RunOptions{IO: io, Global: g}
+// NewCmdRun builds `runr run`; runF, when a test passes one, gets the parsed
+// options instead of runRun.
+func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
+	opts := &RunOptions{IO: f.IO, Global: f.Global, RepoRoot: f.RepoRoot, Store: f.Store, Version: f.Version}
 	values := map[string]*string{}
 	lists := map[string]*[]string{}
 	cmd := &cobra.Command{
@@ -75,55 +79,57 @@ The exit code says why the run stopped: see 'runr reasons'.`,
 			} else if len(args) > 0 {
 				return stopreasons.Errorf(stopreasons.UsageError, "unexpected argument %q: put the agent's argv after --", args[0])
 			}
-			for _, f := range configFlags {
-				fl := cmd.Flags().Lookup(f.flag)
-				if !fl.Changed {
+			for _, cf := range configFlags {
+				if !cmd.Flags().Lookup(cf.flag).Changed {
 					continue
 				}
 				var v any
-				if f.list {
-					v = *lists[f.flag]
+				if cf.list {
+					v = *lists[cf.flag]
 				} else {
-					v = *values[f.flag]
+					v = *values[cf.flag]
 				}
-				opts.Overrides = append(opts.Overrides, config.Override{Key: f.key, Value: v, Source: "--" + f.flag})
+				opts.Overrides = append(opts.Overrides, config.Override{Key: cf.key, Value: v, Source: "--" + cf.flag})
 			}
 			if len(opts.AgentArgv) > 0 {
 				opts.Overrides = append(opts.Overrides,
 					config.Override{Key: "agent.kind", Value: "command", Source: "-- ARGV"},
 					config.Override{Key: "agent.command", Value: opts.AgentArgv, Source: "-- ARGV"})
 			}
+			if opts.Task != "" {
+				opts.Overrides = append(opts.Overrides, config.Override{Key: "task", Value: opts.Task, Source: "--task"})
+			}
+			if runF != nil {
+				return runF(opts)
+			}
 			return runRun(opts)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&opts.Task, "task", "", "task file (its unchecked '- [ ]' items are the milestones)")
-	f.StringVar(&opts.Prompt, "prompt", "", "task text, instead of a task file")
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Task, "task", "", "task file (its unchecked '- [ ]' items are the milestones)")
+	fl.StringVar(&opts.Prompt, "prompt", "", "task text, instead of a task file")
 	for _, cf := range configFlags {
 		if cf.list {
-			lists[cf.flag] = f.StringArray(cf.flag, nil, cf.usage)
+			lists[cf.flag] = fl.StringArray(cf.flag, nil, cf.usage)
 		} else {
-			values[cf.flag] = f.String(cf.flag, "", cf.usage)
+			values[cf.flag] = fl.String(cf.flag, "", cf.usage)
 		}
 	}
-	f.BoolVar(&opts.Flags.AllowDeps, "allow-deps", false, "allow the agent to change lockfiles")
-	f.BoolVar(&opts.Flags.AllowDirty, "allow-dirty", false, "start even with uncommitted changes")
-	f.BoolVar(&opts.Flags.ForceParallel, "force-parallel", false, "start even when a live run claims an overlapping scope")
-	f.BoolVar(&opts.Flags.Worktree, "worktree", false, "work in a new git worktree on branch runr/<id>")
-	f.BoolVar(&opts.JSON, "json", false, "print one JSON summary object on stdout at the end")
-	f.BoolVar(&opts.Quiet, "quiet", false, "no progress output, only the summary")
-	f.BoolVar(&opts.AutoResume, "auto-resume", false, "after a transient stop (stalled, worker_timeout, worker_rate_limited, terminated) wait and continue")
+	fl.BoolVar(&opts.Flags.AllowDeps, "allow-deps", false, "allow the agent to change lockfiles")
+	fl.BoolVar(&opts.Flags.AllowDirty, "allow-dirty", false, "start even with uncommitted changes")
+	fl.BoolVar(&opts.Flags.ForceParallel, "force-parallel", false, "start even when a live run claims an overlapping scope")
+	fl.BoolVar(&opts.Flags.Worktree, "worktree", false, "work in a new git worktree on branch runr/<id>")
+	fl.BoolVar(&opts.JSON, "json", false, "print one JSON summary object on stdout at the end")
+	fl.BoolVar(&opts.Quiet, "quiet", false, "no progress output, only the summary")
+	fl.BoolVar(&opts.AutoResume, "auto-resume", false, "after a transient stop (stalled, worker_timeout, worker_rate_limited, terminated) wait and continue")
 	return cmd
 }
 
 func runRun(opts *RunOptions) error {
 	io := opts.IO
-	repo, err := repoRoot()
+	repo, err := opts.RepoRoot()
 	if err != nil {
 		return err
-	}
-	if opts.Task != "" {
-		opts.Overrides = append(opts.Overrides, config.Override{Key: "task", Value: opts.Task, Source: "--task"})
 	}
 	cfg, err := config.Load(config.LoadOptions{RepoRoot: repo, ConfigFile: opts.Global.Config, Environ: io.Environ, Overrides: opts.Overrides})
 	if err != nil {
@@ -137,39 +143,30 @@ func runRun(opts *RunOptions) error {
 		// Like a missing task, nothing to run: no run is created.
 		return stopreasons.Errorf(stopreasons.UsageError, "no agent: give its argv after -- (runr run --task TASK.md -- ./my-agent.sh), pass --agent claude|codex|gemini|opencode|aider, or set agent.kind / agent.command in runr.yaml")
 	}
-	store, err := openStore(io, opts.Global)
+	store, err := opts.Store()
 	if err != nil {
 		return err
 	}
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+	sigs, stopSignals := notifySignals()
+	defer stopSignals()
 
 	live := newLiveLine(io, opts.Quiet || opts.JSON)
-	// A function, so that --auto-resume gets a fresh supervisor per continuation.
-	newSup := func() *supervisor.Supervisor {
-		return supervisor.New(supervisor.Options{
+	runner := &resume.Runner{
+		Supervisor: supervisor.Options{
 			Config:   cfg,
 			Store:    store,
 			Repo:     repo,
 			Environ:  io.Environ,
-			Version:  runrVersion(),
+			Version:  opts.Version,
 			Flags:    opts.Flags,
 			TaskFile: taskFile,
 			Prompt:   prompt,
 			Signals:  sigs,
 			Progress: live.update,
-			KeepLock: opts.AutoResume,
-		})
+		},
+		Auto: opts.AutoResume,
 	}
-	sup := newSup()
-	st, err := sup.Start(context.Background())
-	// --auto-resume continues in this process after a transient stop.
-	if opts.AutoResume && err == nil && st != nil {
-		st, err = autoResume(autoResumeEnv{io: io, store: store, cfg: cfg, sigs: sigs, live: live, newSup: newSup}, sup.HeldLock(), st)
-	} else if l := sup.HeldLock(); l != nil {
-		l.Release()
-	}
+	st, err := runner.Start(context.Background())
 	live.done()
 	if st == nil {
 		return err

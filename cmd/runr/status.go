@@ -12,18 +12,18 @@ import (
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
-func init() { extraCommands = append(extraCommands, newStatusCmd) }
-
 // StatusOptions are the parsed arguments of `runr status`.
 type StatusOptions struct {
-	IO     *IOStreams
-	Global *globalOptions
-	Ref    string
-	JSON   bool
+	IO    *IOStreams
+	Store func() (*state.Store, error)
+	Ref   string
+	JSON  bool
 }
 
-func newStatusCmd(io *IOStreams, g *globalOptions) *cobra.Command {
-	opts := &StatusOptions{IO: io, Global: g}
+// NewCmdStatus builds `runr status`; runF, when a test passes one, gets the
+// parsed options instead of statusRun.
+func NewCmdStatus(f *Factory, runF func(*StatusOptions) error) *cobra.Command {
+	opts := &StatusOptions{IO: f.IO, Store: f.Store}
 	cmd := &cobra.Command{
 		Use:   "status [<id>|latest]",
 		Short: "Show runs at a glance, or one run in detail",
@@ -36,6 +36,9 @@ rule is to firing.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.Ref = args[0]
+			}
+			if runF != nil {
+				return runF(opts)
 			}
 			return statusRun(opts)
 		},
@@ -90,7 +93,7 @@ func countApproved(st *state.State) int {
 }
 
 func statusRun(opts *StatusOptions) error {
-	store, err := openStore(opts.IO, opts.Global)
+	store, err := opts.Store()
 	if err != nil {
 		return err
 	}

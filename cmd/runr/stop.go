@@ -5,20 +5,21 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
-func init() { extraCommands = append(extraCommands, newStopCmd) }
-
 // StopOptions are the parsed arguments of `runr stop`.
 type StopOptions struct {
-	IO     *IOStreams
-	Global *globalOptions
-	Ref    string
+	IO    *IOStreams
+	Store func() (*state.Store, error)
+	Ref   string
 }
 
-func newStopCmd(io *IOStreams, g *globalOptions) *cobra.Command {
-	opts := &StopOptions{IO: io, Global: g}
+// NewCmdStop builds `runr stop`; runF, when a test passes one, gets the
+// parsed options instead of stopRun.
+func NewCmdStop(f *Factory, runF func(*StopOptions) error) *cobra.Command {
+	opts := &StopOptions{IO: f.IO, Store: f.Store}
 	return &cobra.Command{
 		Use:   "stop <id>|latest",
 		Short: "Ask a live run to stop after its current tick",
@@ -27,13 +28,16 @@ stops with user_stopped (exit 130); 'runr resume' continues it later.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Ref = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
 			return stopRun(opts)
 		},
 	}
 }
 
 func stopRun(opts *StopOptions) error {
-	store, err := openStore(opts.IO, opts.Global)
+	store, err := opts.Store()
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,10 @@
-// Package resume plans the continuation of a stopped or crashed run and
-// holds the auto-resume policy (DESIGN §7). It promises that a run is only
-// continued by the process that holds its lock, that a state.json it cannot
-// read is never touched, that budgets are cumulative over every invocation
-// (a resume grants more, it never starts afresh), and that what a resume
-// resets is exactly the current milestone's retries and the streak counters.
+// Package resume plans the continuation of a stopped or crashed run, runs
+// it, and holds the auto-resume policy and its wait (DESIGN §7). It promises
+// that a run is only continued by the process that holds its lock, kept
+// through every wait and continuation; that a state.json it cannot read is
+// never touched; that budgets are cumulative over every invocation (a resume
+// grants more, it never starts afresh); and that what a resume resets is
+// exactly the current milestone's retries and the streak counters.
 package resume
 
 import (

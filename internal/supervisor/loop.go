@@ -176,7 +176,8 @@ func (s *Supervisor) signalStop(sig *signalStop) *stop {
 
 // StopWaiting records a stop that came while no tick ran, a signal or a
 // `runr stop` during the auto-resume wait, the way every stop is recorded:
-// state.json, the timeline, report.md and stop.json.
+// state.json, the timeline, report.md and stop.json. The caller holds the
+// run's lock and keeps it.
 func (s *Supervisor) StopWaiting(st *state.State, code stopreasons.Code, message string) (*state.State, error) {
 	s.st = st
 	s.baseMS = st.ElapsedMS

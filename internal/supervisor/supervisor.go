@@ -43,11 +43,6 @@ type Options struct {
 	Signals <-chan os.Signal
 	// Progress is called at the start and the end of every tick.
 	Progress func(Progress)
-	// KeepLock leaves the run's lock held when the run stops, for a caller
-	// that goes on with the run (--auto-resume waits holding it, so no other
-	// runr can take the run between two continuations); the caller takes it
-	// with HeldLock and releases it.
-	KeepLock bool
 	Now      func() time.Time
 }
 
@@ -111,8 +106,9 @@ func New(o Options) *Supervisor {
 // State is the run's state as last written.
 func (s *Supervisor) State() *state.State { return s.st }
 
-// Start creates a new run and works on it until it stops. The returned
-// state holds the stop reason; an error means the run could not be created.
+// Start creates a new run, takes its lock and works on it until it stops.
+// The returned state holds the stop reason; an error means the run could not
+// be created. The lock stays held for the caller (HeldLock).
 func (s *Supervisor) Start(ctx context.Context) (*state.State, error) {
 	now := s.o.Now().UTC()
 	id := state.NewRunID(now)
@@ -157,7 +153,8 @@ func (s *Supervisor) Start(ctx context.Context) (*state.State, error) {
 
 // Continue works on an existing run (a resume) until it stops. st must be
 // the run's state, already planned by the resume (budget granted, streaks
-// reset); the run's lock is taken here.
+// reset); the run's lock is the one handed in with Lock, else it is taken
+// here and stays held for the caller (HeldLock).
 func (s *Supervisor) Continue(ctx context.Context, st *state.State) (*state.State, error) {
 	s.st = st
 	// Set before anything can stop the run: a stop before the first tick
@@ -198,8 +195,8 @@ func (s *Supervisor) Continue(ctx context.Context, st *state.State) (*state.Stat
 	return s.loop(ctx)
 }
 
-// Lock hands a lock taken by the caller (resume checks it before planning)
-// to the supervisor, which releases it when the run stops.
+// Lock hands the run's lock, taken by the caller (resume takes it before
+// planning), to the supervisor, which works under it and leaves it held.
 func (s *Supervisor) Lock(l *state.Lock) { s.lock = l }
 
 func (s *Supervisor) openRunFiles() error {
@@ -225,14 +222,12 @@ func (s *Supervisor) release() {
 	if s.st != nil {
 		s.store.RemoveClaim(s.st.RunID)
 	}
-	if s.lock != nil && !s.o.KeepLock {
-		s.lock.Release()
-		s.lock = nil
-	}
 }
 
-// HeldLock is the run's lock, still held after the run stopped when
-// Options.KeepLock is set; nil otherwise.
+// HeldLock is the run's lock, still held after the run stopped: the
+// supervisor never releases it, so a caller that goes on with the run (the
+// auto-resume wait) keeps it and no other runr can take the run in between.
+// The caller releases it. Nil when no lock was taken.
 func (s *Supervisor) HeldLock() *state.Lock { return s.lock }
 
 func budgetOf(c *config.Config) state.Budget {

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRootHasEveryCommand(t *testing.T) {
+	root, _ := newRootCmd(testFactory())
+	var names []string
+	for _, c := range root.Commands() {
+		names = append(names, c.Name())
+	}
+	assert.ElementsMatch(t, []string{"run", "resume", "status", "stop", "doctor", "reasons", "version"}, names)
+}
+
+func TestCommandsTakeARef(t *testing.T) {
+	var stop *StopOptions
+	require.NoError(t, execute(t, NewCmdStop(testFactory(), func(o *StopOptions) error { stop = o; return nil }), "latest"))
+	assert.Equal(t, "latest", stop.Ref)
+	assert.ErrorContains(t, execute(t, NewCmdStop(testFactory(), func(*StopOptions) error { return nil })), "accepts 1 arg")
+
+	var status *StatusOptions
+	require.NoError(t, execute(t, NewCmdStatus(testFactory(), func(o *StatusOptions) error { status = o; return nil }), "--json"))
+	assert.Equal(t, "", status.Ref, "no id: every run")
+	assert.True(t, status.JSON)
+
+	var doctor *DoctorOptions
+	require.NoError(t, execute(t, NewCmdDoctor(testFactory(), func(o *DoctorOptions) error { doctor = o; return nil }), "latest", "--json"))
+	assert.Equal(t, "latest", doctor.Ref)
+	assert.True(t, doctor.JSON)
+
+	var reasons *ReasonsOptions
+	require.NoError(t, execute(t, NewCmdReasons(testFactory(), func(o *ReasonsOptions) error { reasons = o; return nil }), "timeout", "--family", "user", "--markdown"))
+	assert.Equal(t, ReasonsOptions{IO: reasons.IO, Code: "timeout", Family: "user", Markdown: true}, *reasons)
+}
+
+// The global flags reach a command's dependencies: --home is where the
+// store opens.
+func TestGlobalFlagsReachTheFactory(t *testing.T) {
+	home := t.TempDir()
+	io, _, _ := testStreams()
+	f := NewFactory(io)
+	root, _ := newRootCmd(f)
+	var opts *StatusOptions
+	for _, c := range root.Commands() {
+		if c.Name() == "status" {
+			root.RemoveCommand(c)
+		}
+	}
+	root.AddCommand(NewCmdStatus(f, func(o *StatusOptions) error { opts = o; return nil }))
+	root.SetArgs([]string{"--home", home, "--no-color", "status"})
+	require.NoError(t, root.Execute())
+	store, err := opts.Store()
+	require.NoError(t, err)
+	assert.Equal(t, home, store.Home)
+	assert.True(t, io.NoColor)
+}
+
+func TestVersionPrintsTheFactorysVersion(t *testing.T) {
+	io, out, _ := testStreams()
+	f := NewFactory(io)
+	f.Version = "v9.9.9"
+	require.NoError(t, execute(t, NewCmdVersion(f, nil)))
+	assert.Equal(t, "runr v9.9.9\n", out.String())
+}

@@ -1,0 +1,180 @@
+package resume
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/runr-dev/runr/internal/state"
+	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/supervisor"
+)
+
+// Runner works on one run in this process: a new run (Start) or a planned
+// resume (Continue) and, with Auto, each automatic continuation after an
+// auto-resumable stop. It owns the run's lock from the moment it is taken
+// until it returns, waits included, so that no other runr can take the run
+// between two continuations; it releases the lock when it returns.
+type Runner struct {
+	// Supervisor configures the supervisor of every continuation. Its Store,
+	// Signals and Progress serve the auto-resume wait too: a signal or a
+	// `runr stop` during the wait ends the run, and the wait is reported as
+	// a Progress with Event "wait". Continue fills in Config, Flags, task and
+	// Repo from the plan.
+	Supervisor supervisor.Options
+	// Auto continues after an auto-resumable stop (--auto-resume).
+	Auto bool
+	// Recovered is told, before a crashed run continues, whether the agent
+	// process group its dead runr left behind was still alive and stopped.
+	Recovered func(stopped bool)
+}
+
+// stopPoll is how often the auto-resume wait looks for a `runr stop` request.
+const stopPoll = 200 * time.Millisecond
+
+// Start creates a new run with the runner's supervisor options and works on
+// it until it stops for good. A nil state means no run was created.
+func (r *Runner) Start(ctx context.Context) (*state.State, error) {
+	sup := supervisor.New(r.Supervisor)
+	st, err := sup.Start(ctx)
+	lock := sup.HeldLock()
+	defer release(lock)
+	if err != nil || st == nil || !r.Auto {
+		return st, err
+	}
+	return r.autoResume(ctx, r.Supervisor, lock, st)
+}
+
+// Continue resumes the run of plan, made by Open, under the lock Open took,
+// and releases that lock when the run stops for good. A crashed run is
+// recovered first; an error there returns a nil state.
+func (r *Runner) Continue(ctx context.Context, plan *Plan) (*state.State, error) {
+	defer plan.Release()
+	st := plan.State
+	if plan.Lock == nil {
+		return nil, stopreasons.Errorf(stopreasons.InternalError, "run %s: a plan without the run's lock cannot be continued", plan.RunID)
+	}
+	o := r.Supervisor
+	o.Config = plan.Config
+	o.Flags = st.Flags
+	o.TaskFile, o.Prompt = st.Task.File, st.Task.Prompt
+	if st.Repo != "" {
+		o.Repo = st.Repo
+	}
+	sup := supervisor.New(o)
+	sup.Lock(plan.Lock)
+	if plan.Crashed {
+		stopped, err := sup.RecoverCrash(st)
+		if err != nil {
+			return nil, err
+		}
+		if r.Recovered != nil {
+			r.Recovered(stopped)
+		}
+	}
+	st, err := sup.Continue(ctx, st)
+	if err != nil || !r.Auto {
+		return st, err
+	}
+	return r.autoResume(ctx, o, plan.Lock, st)
+}
+
+func release(l *state.Lock) {
+	if l != nil {
+		l.Release()
+	}
+}
+
+// autoResume continues the run for as long as it stops with an
+// auto-resumable reason, at most resume.max_auto_resumes times, after the
+// backoff or the rate limit's reset time, holding lock throughout. A signal
+// or a `runr stop` during the wait ends the run there (user_stopped or
+// terminated), recorded by the supervisor like any stop. It returns the last
+// stop; the caller releases lock.
+func (r *Runner) autoResume(ctx context.Context, o supervisor.Options, lock *state.Lock, st *state.State) (*state.State, error) {
+	cfg, store := o.Config, o.Store
+	if lock == nil {
+		// Every path that gets here holds the lock; should one not, take
+		// it before waiting rather than wait on a run another runr may own.
+		var err error
+		if lock, err = store.Acquire(st.RunID); err != nil {
+			return st, err
+		}
+		defer lock.Release()
+	}
+	progress := o.Progress
+	if progress == nil {
+		progress = func(supervisor.Progress) {}
+	}
+	for done := 0; ; done++ {
+		wait, ok := NextWait(st, cfg.Resume, done, time.Now())
+		if !ok {
+			return st, nil
+		}
+		reason := st.StopReason.Code
+		until := time.Now().Add(wait)
+		appendEvent(store, st, "auto_resume", map[string]any{"attempt": done + 1, "max": cfg.Resume.MaxAutoResumes,
+			"reason": string(reason), "wait_ms": wait.Milliseconds(), "until": until.UTC().Format(time.RFC3339)})
+		progress(supervisor.Progress{RunID: st.RunID, Event: "wait", WaitingTill: until,
+			Message: fmt.Sprintf("%s · attempt %d of %d", reason, done+1, cfg.Resume.MaxAutoResumes)})
+
+		if code, why := waitOrStop(store, o.Signals, st.RunID, until); code != "" {
+			sup := supervisor.New(o)
+			sup.Lock(lock)
+			return sup.StopWaiting(st, code, why+" during the auto-resume wait")
+		}
+
+		RecordAuto(st, time.Now(), wait)
+		plan, err := Prepare(st, cfg, Request{}, false)
+		if err != nil {
+			return st, err
+		}
+		sup := supervisor.New(o)
+		sup.Lock(lock)
+		if st, err = sup.Continue(ctx, plan.State); err != nil {
+			return st, err
+		}
+	}
+}
+
+// waitOrStop waits until until; a signal or a stop request ends the wait
+// early and names the stop: SIGINT and `runr stop` are user_stopped,
+// SIGTERM and SIGHUP terminated.
+func waitOrStop(store *state.Store, sigs <-chan os.Signal, id string, until time.Time) (stopreasons.Code, string) {
+	timer := time.NewTimer(time.Until(until))
+	defer timer.Stop()
+	poll := time.NewTicker(stopPoll)
+	defer poll.Stop()
+	for {
+		select {
+		case <-timer.C:
+			return "", ""
+		case sig := <-sigs:
+			switch sig {
+			case os.Interrupt:
+				return stopreasons.UserStopped, "SIGINT"
+			case syscall.SIGHUP:
+				return stopreasons.Terminated, "SIGHUP"
+			default:
+				return stopreasons.Terminated, "SIGTERM"
+			}
+		case <-poll.C:
+			if store.StopRequested(id) {
+				return stopreasons.UserStopped, "runr stop"
+			}
+		}
+	}
+}
+
+// appendEvent adds one event to the run's timeline outside a supervisor;
+// the timeline is a record, so a failure to write it does not stop the run.
+func appendEvent(store *state.Store, st *state.State, typ string, data map[string]any) {
+	tl, err := store.OpenTimeline(st.RunID)
+	if err != nil {
+		return
+	}
+	defer tl.Close()
+	tl.Append(typ, st.Tick, st.Phase, data)
+}
