@@ -89,9 +89,18 @@ func (r *run) supervisor() *Supervisor {
 	return New(o)
 }
 
+// released releases the lock the supervisor leaves to its caller.
+func released(sup *Supervisor) {
+	if l := sup.HeldLock(); l != nil {
+		l.Release()
+	}
+}
+
 func (r *run) start() *state.State {
 	r.t.Helper()
-	st, err := r.supervisor().Start(context.Background())
+	sup := r.supervisor()
+	st, err := sup.Start(context.Background())
+	released(sup)
 	require.NoError(r.t, err)
 	require.NotNil(r.t, st.StopReason)
 	return st
@@ -389,7 +398,9 @@ func TestSignalStopsTheRunAndResumeContinues(t *testing.T) {
 	r.sigs = make(chan os.Signal, 2)
 	done := make(chan *state.State, 1)
 	go func() {
-		st, err := r.supervisor().Start(context.Background())
+		sup := r.supervisor()
+		st, err := sup.Start(context.Background())
+		released(sup)
 		assert.NoError(t, err)
 		done <- st
 	}()
@@ -410,7 +421,9 @@ func TestSignalStopsTheRunAndResumeContinues(t *testing.T) {
 	loaded, err := r.store.Load(st.RunID)
 	require.NoError(t, err)
 	r.sigs = nil
-	st, err = r.supervisor().Continue(context.Background(), loaded)
+	sup := r.supervisor()
+	st, err = sup.Continue(context.Background(), loaded)
+	released(sup)
 	require.NoError(t, err)
 	assert.Equal(t, stopreasons.Complete, st.StopReason.Code)
 	assert.Contains(t, events(t, r, st.RunID), "run_resumed")
@@ -451,7 +464,9 @@ func TestCrashRecoveryStopsTheRecordedGroup(t *testing.T) {
 	start, err := worker.ProcStartTime(cmd.Process.Pid)
 	require.NoError(t, err)
 	st.AgentProcess = &state.Process{PID: cmd.Process.Pid, PGID: cmd.Process.Pid, StartTime: start, Phase: state.PhaseImplement}
-	stopped, err := r.supervisor().RecoverCrash(st)
+	sup := r.supervisor()
+	stopped, err := sup.RecoverCrash(st)
+	released(sup)
 	require.NoError(t, err)
 	assert.True(t, stopped)
 	select {
