@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
@@ -125,7 +126,7 @@ func runRun(opts *RunOptions) error {
 	if opts.Task != "" {
 		opts.Overrides = append(opts.Overrides, config.Override{Key: "task", Value: opts.Task, Source: "--task"})
 	}
-	cfg, err := config.Load(config.LoadOptions{RepoRoot: repo, ConfigFile: opts.Global.Config, Environ: io.Environ, Overrides: opts.Overrides})
+	cfg, err := config.Load(config.LoadOptions{RepoRoot: repo, ConfigFile: opts.Global.Config, Environ: io.Environ, Overrides: opts.Overrides, AgentKinds: agents.Kinds()})
 	if err != nil {
 		return err
 	}
