@@ -180,7 +180,8 @@ func Load(opts LoadOptions) (*Config, error) {
 	return c, nil
 }
 
-// nest turns dotted keys into the nested maps viper merges.
+// nest turns dotted keys into nested maps in the shape of runr.yaml: what
+// viper merges, what mapstructure decodes, and Raw.
 func nest(flat map[string]any) map[string]any {
 	out := map[string]any{}
 	for key, value := range flat {
