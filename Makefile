@@ -28,9 +28,13 @@ test-agents:
 test-short:
 	$(GO) test -short ./...
 
+# gofmt, go vet, staticcheck (its version pinned by go.mod's tool
+# directive), and go.mod/go.sum as `go mod tidy` would leave them.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+	$(GO) mod tidy -diff
 
 # docs/stop-reasons.md is generated from the registry.
 docs:

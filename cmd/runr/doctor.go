@@ -97,6 +97,7 @@ func doctorEnv(opts *DoctorOptions) error {
 		ConfigFile:   opts.Global.Config,
 		Environ:      opts.IO.Environ,
 		AgentVersion: agentVersion,
+		AgentKinds:   agents.Kinds(),
 	}
 	// The agent to check comes from the config; an invalid config is
 	// reported by the checks themselves.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
@@ -72,12 +73,12 @@ func reasonsRun(opts *ReasonsOptions) error {
 		r, ok := stopreasons.Lookup(stopreasons.Code(opts.Code))
 		if !ok {
 			msg := fmt.Sprintf("no stop reason %q", opts.Code)
-			if near := stopreasons.Closest(opts.Code, 3); len(near) > 0 {
-				var s []string
-				for _, c := range near {
-					s = append(s, string(c))
-				}
-				msg += "; did you mean " + strings.Join(s, ", ") + "?"
+			var codes []string
+			for _, r := range stopreasons.All() {
+				codes = append(codes, string(r.Code))
+			}
+			if near := config.Closest(opts.Code, codes, 3); len(near) > 0 {
+				msg += "; did you mean " + strings.Join(near, ", ") + "?"
 			}
 			return stopreasons.Errorf(stopreasons.UsageError, "%s (run 'runr reasons' for the list)", msg)
 		}

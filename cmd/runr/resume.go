@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/resume"
@@ -137,7 +138,7 @@ func resumeRun(opts *ResumeOptions) error {
 		ForceParallel: opts.ForceParallel,
 		Force:         opts.Force,
 		DryRun:        opts.Plan,
-		Config:        config.LoadOptions{RepoRoot: repo, ConfigFile: opts.Global.Config, Environ: io.Environ},
+		Config:        config.LoadOptions{RepoRoot: repo, ConfigFile: opts.Global.Config, Environ: io.Environ, AgentKinds: agents.Kinds()},
 		RunrVersion:   opts.Version,
 		GitHead:       head,
 	})

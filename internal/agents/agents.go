@@ -128,25 +128,33 @@ type Parser interface {
 	Finish(exitCode int, tail []byte) Result
 }
 
-var adapters = map[string]Adapter{
-	"claude":   claudeAdapter{},
-	"codex":    codexAdapter{},
-	"gemini":   geminiAdapter{},
-	"opencode": opencodeAdapter{},
-	"aider":    aiderAdapter{},
-	"command":  commandAdapter{},
+// adapters are the agents runr knows, in the order docs present them: the
+// one list of agent kinds.
+var adapters = []Adapter{
+	claudeAdapter{},
+	codexAdapter{},
+	geminiAdapter{},
+	opencodeAdapter{},
+	aiderAdapter{},
+	commandAdapter{},
 }
 
 // Kinds lists the agent kinds runr knows, in the order docs present them.
 func Kinds() []string {
-	return []string{"claude", "codex", "gemini", "opencode", "aider", "command"}
+	kinds := make([]string, len(adapters))
+	for i, a := range adapters {
+		kinds[i] = a.Kind()
+	}
+	return kinds
 }
 
 // Lookup returns the adapter for kind, or a config_invalid error naming the
 // kinds there are.
 func Lookup(kind string) (Adapter, error) {
-	if a, ok := adapters[kind]; ok {
-		return a, nil
+	for _, a := range adapters {
+		if a.Kind() == kind {
+			return a, nil
+		}
 	}
 	known := Kinds()
 	sort.Strings(known)

@@ -108,6 +108,10 @@ type LoadOptions struct {
 	ConfigFile string     // --config; a missing explicit file is config_invalid
 	Environ    []string   // normally os.Environ(); RUNR_* variables are read from here only
 	Overrides  []Override // from flags
+	// AgentKinds are the values agent.kind accepts, in the order a message
+	// lists them (agents.Kinds()). The adapters own that list; without it
+	// any kind loads, and only the adapter lookup refuses an unknown one.
+	AgentKinds []string
 }
 
 // Load resolves the configuration. RUNR_* variables that name no key are
@@ -140,20 +144,16 @@ func Load(opts LoadOptions) (*Config, error) {
 	}
 
 	// viper's own env binding reads the process environment and splits keys
-	// at every underscore; mapping the names from Keys() is exact.
+	// at every underscore; mapping the names from Keys() is exact. The text
+	// is checked later like a value from the file.
 	for _, kv := range opts.Environ {
 		name, raw, _ := strings.Cut(kv, "=")
 		key, ok := envIndex[name]
 		if !ok || raw == "" {
 			continue
 		}
-		src := source{origin: fromEnv, name: name, key: key}
-		value, err := envValue(src, keyIndex[key].kind, raw)
-		if err != nil {
-			return nil, err
-		}
-		v.Set(key, value)
-		sources[key] = src
+		v.Set(key, raw)
+		sources[key] = source{origin: fromEnv, name: name, key: key}
 	}
 
 	for _, o := range opts.Overrides {
@@ -168,7 +168,11 @@ func Load(opts LoadOptions) (*Config, error) {
 		sources[o.Key] = source{origin: fromFlag, name: name, key: o.Key}
 	}
 
-	c, err := build(v, sources)
+	values := make(map[string]any, len(keyDefs))
+	for _, d := range keyDefs {
+		values[d.name] = v.Get(d.name)
+	}
+	c, err := decode(values, sources, opts.AgentKinds)
 	if err != nil {
 		return nil, err
 	}
@@ -176,32 +180,8 @@ func Load(opts LoadOptions) (*Config, error) {
 	return c, nil
 }
 
-// envValue reads a variable's text: lists as JSON arrays, anything else as
-// the text itself, checked later like a value from the file.
-func envValue(src source, k kind, raw string) (any, error) {
-	if !k.isList() {
-		return raw, nil
-	}
-	example := `["go test ./..."]`
-	switch k {
-	case kindConditions:
-		example = `[{"type": "all_tests_pass"}]`
-	case kindDurations:
-		example = `["30s", "2m", "5m"]`
-	}
-	dec := json.NewDecoder(strings.NewReader(raw))
-	dec.UseNumber()
-	var value any
-	if err := dec.Decode(&value); err != nil || dec.More() {
-		return nil, src.invalid(raw, "not a JSON array (write e.g. "+example+")")
-	}
-	if _, ok := value.([]any); !ok {
-		return nil, src.invalid(raw, "not a JSON array (write e.g. "+example+")")
-	}
-	return normalize(value), nil
-}
-
-// nest turns dotted keys into the nested maps viper merges.
+// nest turns dotted keys into nested maps in the shape of runr.yaml: what
+// viper merges, what mapstructure decodes, and Raw.
 func nest(flat map[string]any) map[string]any {
 	out := map[string]any{}
 	for key, value := range flat {
@@ -218,153 +198,6 @@ func nest(flat map[string]any) map[string]any {
 		m[parts[len(parts)-1]] = value
 	}
 	return out
-}
-
-// build checks every resolved value, in the order of Keys(), and fills the
-// Config and its Raw form.
-func build(v *viper.Viper, sources map[string]source) (*Config, error) {
-	typed := make(map[string]any, len(keyDefs))
-	raw := make(map[string]any, len(keyDefs))
-	for _, d := range keyDefs {
-		t, r, err := resolve(d.kind, sources[d.name], v.Get(d.name))
-		if err != nil {
-			return nil, err
-		}
-		typed[d.name], raw[d.name] = t, r
-	}
-
-	c := &Config{Raw: nest(raw)}
-	c.Agent = Agent{
-		Kind:              typed["agent.kind"].(string),
-		Command:           typed["agent.command"].([]string),
-		Args:              typed["agent.args"].([]string),
-		Model:             typed["agent.model"].(string),
-		PermissionMode:    typed["agent.permission_mode"].(string),
-		Timeout:           typed["agent.timeout"].(time.Duration),
-		IdleTimeout:       typed["agent.idle_timeout"].(time.Duration),
-		KillGrace:         typed["agent.kill_grace"].(time.Duration),
-		CompletionPromise: typed["agent.completion_promise"].(string),
-		ContinueSession:   typed["agent.continue_session"].(bool),
-		Price: Price{
-			InputPerMTok:  typed["agent.price.input_per_mtok"].(float64),
-			OutputPerMTok: typed["agent.price.output_per_mtok"].(float64),
-		},
-	}
-	c.Task = typed["task"].(string)
-	c.Verify = Verify{Commands: typed["verify.commands"].([]string), Timeout: typed["verify.timeout"].(time.Duration)}
-	c.Review = Review{Command: typed["review.command"].([]string)}
-	c.Scope = Scope{
-		Allow:     typed["scope.allow"].([]string),
-		Deny:      typed["scope.deny"].([]string),
-		Lockfiles: typed["scope.lockfiles"].([]string),
-	}
-	c.Checkpoint = Checkpoint{Commit: typed["checkpoint.commit"].(bool)}
-	c.Budget = Budget{
-		Time:          typed["budget.time"].(time.Duration),
-		MaxTicks:      typed["budget.max_ticks"].(int),
-		MaxIterations: typed["budget.max_iterations"].(int),
-		MaxCostUSD:    typed["budget.max_cost_usd"].(float64),
-		MaxTokens:     typed["budget.max_tokens"].(int64),
-	}
-	c.Stop = stopconditions.Rules{
-		MaxMilestoneRetries: typed["stop.max_milestone_retries"].(int),
-		OnMilestoneFailure:  typed["stop.on_milestone_failure"].(string),
-		MaxConsecutiveFails: typed["stop.max_consecutive_fails"].(int),
-		MaxRetryRate:        typed["stop.max_retry_rate"].(float64),
-		MaxRejectRate:       typed["stop.max_reject_rate"].(float64),
-		MinAttemptsForRates: typed["stop.min_attempts_for_rates"].(int),
-		CircuitBreaker:      typed["stop.circuit_breaker"].(int),
-		SameError:           typed["stop.same_error"].(int),
-		Noop:                typed["stop.noop"].(int),
-		NoProgress:          typed["stop.no_progress"].(int),
-		MaxEdge:             typed["stop.max_edge"].(int),
-		MaxReviewRounds:     typed["stop.max_review_rounds"].(int),
-		Success:             typed["stop.success"].([]stopconditions.Condition),
-		Failure:             typed["stop.failure"].([]stopconditions.Condition),
-		Conditions:          typed["stop.conditions"].([]stopconditions.Condition),
-	}
-	c.Resume = Resume{
-		MaxAutoResumes: typed["resume.max_auto_resumes"].(int),
-		Backoff:        typed["resume.backoff"].([]time.Duration),
-		MaxWait:        typed["resume.max_wait"].(time.Duration),
-	}
-	// Every rule was checked above with its source; this catches a rule the
-	// stop package refuses that this package let through.
-	if err := c.Stop.Validate(); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// resolve checks one value and returns it typed and in its Raw form.
-func resolve(k kind, src source, value any) (typed, raw any, err error) {
-	switch k {
-	case kindString:
-		s, err := parseString(src, value)
-		return s, s, err
-	case kindAgentKind:
-		s, err := parseChoice(src, value, agentKinds)
-		return s, s, err
-	case kindOnFailure:
-		s, err := parseChoice(src, value, []string{stopconditions.OnFailureStop, stopconditions.OnFailureSkip})
-		return s, s, err
-	case kindStrings:
-		l, err := parseStrings(src, value)
-		return l, l, err
-	case kindGlobs:
-		l, err := parseGlobs(src, value)
-		return l, l, err
-	case kindDuration:
-		d, err := parseDuration(src, value)
-		return d, formatDuration(d), err
-	case kindBudgetTime:
-		d, err := parseBudgetTime(src, value)
-		return d, formatDuration(d), err
-	case kindDurations:
-		ds, err := parseDurations(src, value)
-		shown := make([]string, len(ds))
-		for i, d := range ds {
-			shown[i] = formatDuration(d)
-		}
-		return ds, shown, err
-	case kindCount:
-		n, err := parseInt(src, value)
-		return n, n, err
-	case kindCount64:
-		n, err := parseCount(src, value)
-		return n, n, err
-	case kindAmount:
-		f, err := parseAmount(src, value)
-		return f, f, err
-	case kindRate:
-		f, err := parseRate(src, value)
-		return f, f, err
-	case kindBool:
-		b, err := parseBool(src, value)
-		return b, b, err
-	case kindConditions:
-		return parseConditions(src, value)
-	}
-	return nil, nil, stopreasons.Errorf(stopreasons.InternalError, "config key %s has no kind", src.key)
-}
-
-// parseConditions decodes a list of custom conditions; the decoder's errors
-// name the entry ("stop.success[1].pattern: ..."), to which this adds where
-// the list came from.
-func parseConditions(src source, value any) ([]stopconditions.Condition, any, error) {
-	items, ok := listOf(value)
-	if !ok {
-		return nil, nil, src.invalid(value, "not a list of conditions (write e.g. [{type: all_tests_pass}])")
-	}
-	items = normalize(items).([]any)
-	conds, err := stopconditions.DecodeList(src.key, items)
-	if err != nil {
-		return nil, nil, stopreasons.Wrap(stopreasons.ConfigInvalid, err, "%s", src.prefix())
-	}
-	if conds == nil {
-		conds = []stopconditions.Condition{}
-	}
-	return conds, items, nil
 }
 
 // formatDuration writes a duration the way a person would: 30m, 1h30m, 5s.

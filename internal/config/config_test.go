@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 
+	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/stopconditions"
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
@@ -307,7 +308,8 @@ func TestInvalidValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			msg := loadErr(t, LoadOptions{RepoRoot: repo(t, tt.file), Environ: tt.env, Overrides: tt.overrides})
+			msg := loadErr(t, LoadOptions{RepoRoot: repo(t, tt.file), Environ: tt.env, Overrides: tt.overrides,
+				AgentKinds: agents.Kinds()})
 			assert.Equal(t, tt.want, msg)
 		})
 	}

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/runr-dev/runr/internal/stopconditions"
-	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
 // kind says how a key's value is written and checked.
@@ -23,8 +22,8 @@ const (
 	kindAmount          // a number, 0 or more (money)
 	kindRate            // a number from 0 to 1
 	kindBool
-	kindAgentKind
-	kindOnFailure
+	kindAgentKind  // one of LoadOptions.AgentKinds
+	kindOnFailure  // stop or skip
 	kindConditions // a list of custom stop conditions
 )
 
@@ -44,9 +43,6 @@ type keyDef struct {
 	kind kind
 	def  any
 }
-
-// agentKinds are the values agent.kind accepts.
-var agentKinds = []string{"claude", "codex", "gemini", "opencode", "aider", "command"}
 
 // defaultLockfiles are the files that change only when dependencies change.
 var defaultLockfiles = []string{
@@ -151,39 +147,29 @@ func EnvName(key string) string {
 	return "RUNR_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
 }
 
+// names are the known keys and sections, sorted: what an unknown key in
+// runr.yaml may have meant.
+var names = func() []string {
+	out := make([]string, 0, len(keyDefs)+len(sections))
+	for _, d := range keyDefs {
+		out = append(out, d.name)
+	}
+	for s := range sections {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}()
+
 // suggest returns the known key or section closest to name, or "" when none
 // is close enough to be what the user meant.
 func suggest(name string) string {
-	candidates := make([]string, 0, len(keyDefs)+len(sections))
-	for _, d := range keyDefs {
-		candidates = append(candidates, d.name)
+	if near := Closest(name, names, 1); len(near) > 0 {
+		return near[0]
 	}
-	for s := range sections {
-		candidates = append(candidates, s)
-	}
-	sort.Strings(candidates)
-
-	best, bestDist := "", -1
-	for _, c := range candidates {
-		d := stopreasons.EditDistance(name, c)
-		if bestDist < 0 || d < bestDist {
-			best, bestDist = c, d
-		}
-	}
-	// A few edits is a typo; more is a different word.
-	if bestDist >= 0 && bestDist <= 1+len(name)/5 {
-		return best
-	}
-	// A key cut short: "agent.price.input".
+	// The right key in the wrong section: "budget.max_retry_rate".
 	last := name[strings.LastIndex(name, ".")+1:]
-	for _, c := range candidates {
-		if len(last) >= 3 && strings.HasPrefix(c, name) {
-			return c
-		}
-	}
-	// The right key in the wrong section: "budget.max_retry_rate" or a
-	// top-level "max_ticks".
-	for _, c := range candidates {
+	for _, c := range names {
 		if c[strings.LastIndex(c, ".")+1:] == last {
 			return c
 		}

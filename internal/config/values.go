@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -290,22 +291,15 @@ func parseString(src source, v any) (string, error) {
 	return s, nil
 }
 
+// parseChoice reads one of the allowed words; with none allowed, any text.
 func parseChoice(src source, v any, allowed []string) (string, error) {
 	s, err := parseString(src, v)
-	if err != nil {
-		return "", err
-	}
-	for _, a := range allowed {
-		if s == a {
-			return s, nil
-		}
+	if err != nil || len(allowed) == 0 || slices.Contains(allowed, s) {
+		return s, err
 	}
 	problem := "not one of " + strings.Join(allowed, ", ")
-	for _, a := range allowed {
-		if stopreasons.EditDistance(strings.ToLower(s), a) <= 2 {
-			problem += " (did you mean " + a + "?)"
-			break
-		}
+	if near := Closest(s, allowed, 1); len(near) > 0 {
+		problem += " (did you mean " + near[0] + "?)"
 	}
 	return "", src.invalid(v, problem)
 }

@@ -45,6 +45,7 @@ type EnvOptions struct {
 	Home       string // run store ("" = default: <git common dir>/runr)
 	ConfigFile string
 	Environ    []string
+	AgentKinds []string // the values agent.kind accepts (config.LoadOptions.AgentKinds)
 	// AgentVersion runs the agent program to learn its version.
 	AgentVersion     func(program string, args []string) (string, error)
 	AgentProgram     string
@@ -152,7 +153,7 @@ func checkGit(ctx context.Context, dir string) (root string, c Check) {
 
 func checkConfig(root string, o EnvOptions) (*config.Config, Check) {
 	c := Check{Name: CheckConfig, Code: stopreasons.ConfigInvalid}
-	cfg, err := config.Load(config.LoadOptions{RepoRoot: root, ConfigFile: o.ConfigFile, Environ: o.Environ})
+	cfg, err := config.Load(config.LoadOptions{RepoRoot: root, ConfigFile: o.ConfigFile, Environ: o.Environ, AgentKinds: o.AgentKinds})
 	if err != nil {
 		c.Detail = err.Error()
 		return nil, c

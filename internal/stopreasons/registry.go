@@ -5,10 +5,6 @@
 // stable: never renamed, never reused.
 package stopreasons
 
-import (
-	"sort"
-)
-
 // Code names a stop reason. Use the constants: a misspelt code does not compile.
 type Code string
 
@@ -251,60 +247,4 @@ func RunStatus(code Code) string {
 	default:
 		return RunStopped
 	}
-}
-
-// Closest returns up to n known codes nearest to s by edit distance (and
-// those containing s), for "did you mean" messages.
-func Closest(s string, n int) []Code {
-	type cand struct {
-		code Code
-		d    int
-	}
-	var cands []cand
-	for _, r := range table {
-		d := EditDistance(s, string(r.Code))
-		if contains(string(r.Code), s) && len(s) >= 3 {
-			d = 0
-		}
-		if d <= len(r.Code)/2 || d <= 3 {
-			cands = append(cands, cand{r.Code, d})
-		}
-	}
-	sort.SliceStable(cands, func(i, j int) bool { return cands[i].d < cands[j].d })
-	var out []Code
-	for i := 0; i < len(cands) && i < n; i++ {
-		out = append(out, cands[i].code)
-	}
-	return out
-}
-
-func contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
-}
-
-// EditDistance is the Levenshtein distance between a and b, for the "did
-// you mean" of a misspelt code, key or flag.
-func EditDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

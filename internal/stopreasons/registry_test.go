@@ -184,12 +184,6 @@ func TestShellQuote(t *testing.T) {
 	assert.Equal(t, "'line\nbreak'", ShellQuote("line\nbreak"))
 }
 
-func TestClosest(t *testing.T) {
-	assert.Contains(t, Closest("timout", 3), Timeout)
-	assert.Contains(t, Closest("stalld", 3), Stalled)
-	assert.Empty(t, Closest("zzzzzzzzzzzzzzzzzzzz", 3))
-}
-
 func TestErrorsCarryTheirCode(t *testing.T) {
 	err := Errorf(ConfigInvalid, "runr.yaml: stop.noop: -1 is below 0")
 	assert.Equal(t, ConfigInvalid, CodeOf(err))
