@@ -36,8 +36,13 @@ func Poll(limit time.Duration, cond func() bool) bool {
 // so it may itself fail t, e.g. when the awaited process has exited.
 func WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	if !Poll(WaitLimit, cond) {
-		t.Fatalf("gave up after %s waiting for %s", WaitLimit, what)
+	waitWithin(t, WaitLimit, what, cond)
+}
+
+func waitWithin(t testing.TB, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if !Poll(limit, cond) {
+		t.Fatalf("gave up after %s waiting for %s", limit, what)
 	}
 }
 
