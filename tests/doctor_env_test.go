@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/runr-dev/runr/tests/testenv"
 )
 
 // TestDoctorFindsTheStaleLockOfAKilledRun kills runr with SIGKILL while its
@@ -21,6 +23,9 @@ func TestDoctorFindsTheStaleLockOfAKilledRun(t *testing.T) {
 	writeCommitted(t, repo, map[string]string{"runr.yaml": "agent:\n  command: [fakeagent, --do, \"#1: ready; hang\", --do, \"#2+: write a.txt done; status done\"]\n"})
 	p := startRunr(t, repo, nil, "run", "--quiet", "--prompt", "work")
 	p.waitReady(t, 1)
+	// The agent may be ready before runr has saved it in state.json: a kill
+	// during that save would leave its temp file behind for doctor to flag.
+	testenv.WaitFor(t, "state.json to record the agent", func() bool { return readState(t, repo)["agent_process"] != nil })
 	p.signal(t, syscall.SIGKILL)
 	p.wait(t, 30*time.Second)
 	// The agent's group outlives runr: end it, as a person would find it.

@@ -4,58 +4,40 @@
 package tests
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/runr-dev/runr/tests/testenv"
 )
 
-// binDir holds the freshly built runr and fakeagent binaries.
+// binDir holds the built runr and fakeagent binaries (testenv.BinDir).
 var binDir string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "runr-e2e-bin-")
+	dir, err := testenv.Build(testenv.Runr, testenv.FakeAgent)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	binDir = dir
-	code := 1
-	if err := buildBinaries(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	} else {
-		code = m.Run()
-	}
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
+// repoRoot is the module's root directory (testenv.ModuleRoot).
 func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Dir(filepath.Dir(file))
-}
-
-func buildBinaries(dir string) error {
-	for _, b := range []struct{ out, pkg string }{
-		{"runr", "./cmd/runr"},
-		{"fakeagent", "./tests/fakeagent"},
-	} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
-		cmd.Dir = repoRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("build %s: %v\n%s", b.pkg, err, out)
-		}
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		panic(err)
 	}
-	return nil
+	return root
 }
 
 // testEnv is the environment of every end-to-end process: the built
@@ -169,20 +151,14 @@ func cmdInitRepo(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // waitfile FILE PATTERN polls until FILE exists and contains PATTERN (a
-// plain substring), for at most 30 seconds.
+// plain substring), for at most testenv.WaitLimit.
 func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 2 {
 		ts.Fatalf("usage: waitfile file substring")
 	}
-	path := ts.MkAbs(args[0])
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(path); err == nil && bytes.Contains(b, []byte(args[1])) {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testenv.Poll(testenv.WaitLimit, testenv.FileContains(ts.MkAbs(args[0]), args[1])) {
+		ts.Fatalf("waitfile: gave up after %s waiting for %s to contain %q", testenv.WaitLimit, args[0], args[1])
 	}
-	ts.Fatalf("waitfile: %s never contained %q", args[0], args[1])
 }
 
 // jsonget FILE EXPR... checks fields of a JSON file (@NAME is the file NAME

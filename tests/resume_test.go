@@ -13,10 +13,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/runr-dev/runr/tests/testenv"
 )
 
 // resumeRepo makes a git repository with files committed, and returns it.
@@ -125,24 +126,14 @@ func resTimeline(t *testing.T, dir string) []string {
 	return out
 }
 
-// waitFor polls cond until it holds, for at most 20 seconds.
+// resWaitFor is testenv.WaitFor.
 func resWaitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitFor(t, what, cond)
 }
 
-func resFileContains(path, sub string) func() bool {
-	return func() bool {
-		b, err := os.ReadFile(path)
-		return err == nil && bytes.Contains(b, []byte(sub))
-	}
-}
+// resFileContains is testenv.FileContains.
+func resFileContains(path, sub string) func() bool { return testenv.FileContains(path, sub) }
 
 // resMilestonesSeen are the RUNR_MILESTONE values of every agent call, in
 // tick order, from the implement logs (the agent prints its environment).

@@ -3,8 +3,7 @@ package tests
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"math/rand"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/runr-dev/runr/tests/testenv"
 )
 
 // newRepo makes a committed git repository in a temp dir.
@@ -70,19 +71,24 @@ func startRunr(t *testing.T, repo string, env []string, args ...string) *runrPro
 // waitReady polls until the agent wrote its ready line n times.
 func (p *runrProc) waitReady(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		b, _ := os.ReadFile(p.ready)
-		if bytes.Count(b, []byte("FAKEAGENT READY")) >= n {
-			return
+	p.waitLine(t, "FAKEAGENT READY", n)
+}
+
+// waitLine polls until the agent's ready file holds prefix n times, failing
+// at once if runr exits first.
+func (p *runrProc) waitLine(t *testing.T, prefix string, n int) {
+	t.Helper()
+	testenv.WaitFor(t, fmt.Sprintf("%d× %q in the agent's ready file", n, prefix), func() bool {
+		if testenv.FileCount(p.ready, prefix) >= n {
+			return true
 		}
 		select {
 		case <-p.done:
-			t.Fatalf("runr exited %d before the agent was ready\nstdout: %s\nstderr: %s", p.exitCode, &p.stdout, &p.stderr)
-		case <-time.After(10 * time.Millisecond):
+			t.Fatalf("runr exited %d before the agent wrote %q\nstdout: %s\nstderr: %s", p.exitCode, prefix, &p.stdout, &p.stderr)
+		default:
 		}
-	}
-	t.Fatalf("the agent never got ready")
+		return false
+	})
 }
 
 // wait waits at most limit for runr to exit and returns its exit code.
@@ -166,10 +172,9 @@ func TestSecondSIGINTKillsTheAgentAtOnce(t *testing.T) {
 		"fakeagent", "--do", "ignore-term; ready; hang")
 	p.waitReady(t, 1)
 	p.signal(t, syscall.SIGINT)
-	// Poll for the SIGTERM having been sent (the stop is under way) before
-	// the second SIGINT.
-	waitFor(t, func() bool { return strings.Contains(timelineText(repo), "process_started") })
-	time.Sleep(100 * time.Millisecond)
+	// The agent notes the SIGTERM it ignores: the stop is under way, and
+	// only a second SIGINT can end it now.
+	p.waitLine(t, "FAKEAGENT TERM IGNORED", 1)
 	p.signal(t, syscall.SIGINT)
 	assert.Equal(t, 130, p.wait(t, 60*time.Second), "stderr: %s", &p.stderr)
 	dir, _ := latestRunDir(repo)
@@ -271,14 +276,14 @@ func TestKill9NeverCorruptsState(t *testing.T) {
 	}
 	repo := newRepo(t)
 	os.WriteFile(filepath.Join(repo, ".gitignore"), []byte("calls.txt\n"), 0o644)
-	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	rng := testenv.Rand(t)
 	for i := 0; i < trials; i++ {
 		p := startRunr(t, repo, nil, "run", "--prompt", "loop", "--max-ticks", "100000", "--time", "10m", "--quiet", "--allow-dirty", "--",
 			"fakeagent", "--do", "touch-count calls.txt; touch-count work.txt")
 		// Wait for the run to exist, then let it tick for a random while,
 		// reading state.json as it goes.
 		var dir string
-		waitFor(t, func() bool {
+		testenv.WaitFor(t, fmt.Sprintf("trial %d: the run's state.json", i), func() bool {
 			d, err := latestRunDir(repo)
 			if err != nil || strings.HasSuffix(d, lastDir) {
 				return false
@@ -289,7 +294,7 @@ func TestKill9NeverCorruptsState(t *testing.T) {
 		})
 		lastDir = filepath.Base(dir)
 		last := -1
-		deadline := time.Now().Add(time.Duration(rng.Intn(400)) * time.Millisecond)
+		deadline := time.Now().Add(time.Duration(rng.IntN(400)) * time.Millisecond)
 		for time.Now().Before(deadline) {
 			tick := tickOf(t, dir)
 			require.GreaterOrEqual(t, tick, last, "trial %d: tick went backwards", i)
@@ -326,14 +331,9 @@ func timelineText(repo string) string {
 	return string(b)
 }
 
+// waitFor is testenv.WaitFor without a description of what is awaited;
+// new code calls testenv.WaitFor and says what it waits for.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatal(errors.New("condition never held"))
+	testenv.WaitFor(t, "a condition", cond)
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/runr-dev/runr/tests/testenv"
 )
 
 // hangLimit bounds every Run in these tests: a Run that hangs fails the test
@@ -418,7 +420,7 @@ func TestStopGroup(t *testing.T) {
 	ready := filepath.Join(t.TempDir(), "ready")
 	cmd, reaped := startGroup(t, `trap "" TERM; sleep 60 & : > `+ready+`; sleep 60`)
 	pgid := cmd.Process.Pid
-	require.Eventually(t, func() bool { _, err := os.Stat(ready); return err == nil }, 10*time.Second, 10*time.Millisecond)
+	testenv.WaitFor(t, "the script's ready file", func() bool { _, err := os.Stat(ready); return err == nil })
 	assert.GreaterOrEqual(t, len(GroupMembers(pgid)), 2)
 	assert.True(t, GroupAlive(pgid))
 

@@ -58,7 +58,7 @@ func (r *runner) do(a action) error {
 			time.Sleep(time.Hour)
 		}
 	case "ignore-term":
-		signal.Ignore(syscall.SIGTERM)
+		ignoreTerm()
 		r.ignoresTerm = true
 		return nil
 	case "grandchild":
@@ -149,6 +149,22 @@ func announce(line string) error {
 		return appendFile(path, line+"\n")
 	}
 	return nil
+}
+
+// ignoreTerm makes SIGTERM harmless to this process and appends "FAKEAGENT
+// TERM IGNORED pid=PID" to FAKEAGENT_READY_FILE for each one, so that a test
+// can wait for the signal to have arrived instead of sleeping. The line goes
+// to the file only: a write to a closed stderr would kill the process.
+func ignoreTerm() {
+	terms := make(chan os.Signal, 1)
+	signal.Notify(terms, syscall.SIGTERM)
+	go func() {
+		for range terms {
+			if path := os.Getenv("FAKEAGENT_READY_FILE"); path != "" {
+				_ = appendFile(path, fmt.Sprintf("FAKEAGENT TERM IGNORED pid=%d\n", os.Getpid()))
+			}
+		}
+	}()
 }
 
 func waitFor(path string) error {
@@ -299,7 +315,7 @@ func runChild(spec string) int {
 		return 2
 	}
 	if len(fields) > 2 && fields[2] == "ignore-term" {
-		signal.Ignore(syscall.SIGTERM)
+		ignoreTerm()
 	}
 	fmt.Fprintf(os.Stdout, "fakeagent %s pid=%d sleeping %s\n", strings.ToLower(fields[0]), os.Getpid(), d)
 	time.Sleep(d)

@@ -35,7 +35,8 @@
 //	exit N               exit with code N at once
 //	sleep DURATION       sleep (Go duration: 500ms, 30s); SIGTERM ends it
 //	hang                 sleep forever, printing nothing
-//	ignore-term          ignore SIGTERM from now on
+//	ignore-term          ignore SIGTERM from now on, appending "FAKEAGENT TERM
+//	                     IGNORED pid=PID" to FAKEAGENT_READY_FILE for each one
 //	grandchild [DUR]     start a child in the same process group that keeps
 //	                     stdout and stderr open and sleeps DUR (default 60s)
 //	background [DUR]     start a child in the same process group with its stdio

@@ -18,26 +18,21 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/runr-dev/runr/tests/testenv"
 )
 
 // bin is the fakeagent program built for these tests.
 var bin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "fakeagent-bin")
+	dir, err := testenv.Build(testenv.FakeAgent)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bin = filepath.Join(dir, "fakeagent")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build fakeagent: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	bin = filepath.Join(dir, testenv.FakeAgent.Name)
+	os.Exit(m.Run())
 }
 
 // waitLimit bounds every wait for a process or a file, so a broken behaviour
@@ -111,21 +106,10 @@ func waitProcess(t *testing.T, cmd *exec.Cmd) error {
 	}
 }
 
-// waitForLine polls file until it has a line starting with prefix.
+// waitForLine is testenv.WaitForLine.
 func waitForLine(t *testing.T, file, prefix string) string {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for time.Now().Before(deadline) {
-		data, _ := os.ReadFile(file)
-		for _, line := range strings.Split(string(data), "\n") {
-			if strings.HasPrefix(line, prefix) {
-				return line
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("no line %q in %s within %s", prefix, file, waitLimit)
-	return ""
+	return testenv.WaitForLine(t, file, prefix)
 }
 
 func pidOf(t *testing.T, line string) int {
@@ -286,8 +270,9 @@ func TestIgnoreTermSurvivesSIGTERM(t *testing.T) {
 
 	waitForLine(t, ready, "FAKEAGENT READY")
 	require.NoError(t, syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM))
-	// The signal is pending or handled once kill returns; only then may the
-	// program go on.
+	// The program notes the SIGTERM it ignored; only then may it go on.
+	line := waitForLine(t, ready, "FAKEAGENT TERM IGNORED")
+	assert.Equal(t, cmd.Process.Pid, pidOf(t, line))
 	require.NoError(t, os.WriteFile(proceed, nil, 0o644))
 
 	require.NoError(t, waitProcess(t, cmd))

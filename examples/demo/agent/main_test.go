@@ -13,26 +13,21 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/runr-dev/runr/tests/testenv"
 )
 
 // agentBin is the demo agent built for these tests.
 var agentBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "demo-agent-bin")
+	dir, err := testenv.Build(testenv.DemoAgent)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	agentBin = filepath.Join(dir, "runr-demo-agent")
-	if out, err := exec.Command("go", "build", "-o", agentBin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build the demo agent: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	agentBin = filepath.Join(dir, testenv.DemoAgent.Name)
+	os.Exit(m.Run())
 }
 
 // command runs name in dir and returns its combined output and exit code.
