@@ -322,18 +322,3 @@ func tickOf(t *testing.T, dir string) int {
 	return *st.Tick
 }
 
-func timelineText(repo string) string {
-	dir, err := latestRunDir(repo)
-	if err != nil {
-		return ""
-	}
-	b, _ := os.ReadFile(filepath.Join(dir, "timeline.jsonl"))
-	return string(b)
-}
-
-// waitFor is testenv.WaitFor without a description of what is awaited;
-// new code calls testenv.WaitFor and says what it waits for.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	testenv.WaitFor(t, "a condition", cond)
-}

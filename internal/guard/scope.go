@@ -36,7 +36,7 @@ func ValidGlob(pattern string) error {
 		// name and match nothing, so the files meant to be kept out would pass.
 		return fmt.Errorf("%w %q: a leading ! does not negate a pattern here; list the paths to keep out under scope.deny (write \\! for a name that starts with !)", ErrBadGlob, pattern)
 	case slices.Contains(segments, ".."):
-		return fmt.Errorf("%w %q: patterns are relative to the repository root and cannot use ..", ErrBadGlob, pattern)
+		return fmt.Errorf("%w %q: patterns are relative to the repository root and cannot use .. segments", ErrBadGlob, pattern)
 	case slices.Contains(segments, "."):
 		return fmt.Errorf("%w %q: git names paths without . segments; drop them", ErrBadGlob, pattern)
 	case !doublestar.ValidatePattern(p):

@@ -82,7 +82,6 @@ type Supervisor struct {
 	sigReason  *signalStop
 	killNow    chan struct{}
 	lastOutput string
-	treeBefore string // tree hash before the current agent call
 	sessionID  string
 	pending    []pendingEvent // events waiting for the next write of state.json
 }
