@@ -321,4 +321,3 @@ func tickOf(t *testing.T, dir string) int {
 	require.NotNil(t, st.Tick)
 	return *st.Tick
 }
-
