@@ -51,7 +51,8 @@ type TimelineReader struct {
 	br      *bufio.Reader
 	maxLine int
 	scratch []byte // a line longer than the buffer, assembled
-	dataBuf []byte // the memory of Head's Data, kept for the next line
+	head    EventHead
+	dataBuf []byte // the memory of head.Data, kept when a line has none
 	no      int
 	line    []byte // the current line, valid until the next read
 	torn    bool   // the current line is the last and has no newline
@@ -119,14 +120,16 @@ func (r *TimelineReader) Head() (EventHead, error) {
 	if r.tooLong {
 		return EventHead{}, ErrLineTooLong
 	}
-	h, err := decodeHead(r.line, r.dataBuf)
-	if err != nil {
-		return EventHead{}, r.damage(err)
-	}
+	h := &r.head
+	h.Data = r.dataBuf
+	err := decodeHead(r.line, h)
 	if cap(h.Data) > cap(r.dataBuf) {
 		r.dataBuf = h.Data[:0]
 	}
-	return h, nil
+	if err != nil {
+		return EventHead{}, r.damage(err)
+	}
+	return *h, nil
 }
 
 // Event decodes the current line's event, data included, or says why the
@@ -190,17 +193,15 @@ func (r *TimelineReader) readLine() (line []byte, tooLong, eof bool, err error) 
 	return line, false, eof, nil
 }
 
-// decodeHead decodes one line, copying its data into buf's memory when it
-// fits (a reader decodes thousands of lines with one buffer).
-func decodeHead(line, buf []byte) (EventHead, error) {
-	h := EventHead{Data: buf[:0]}
-	if err := json.Unmarshal(line, &h); err != nil {
-		return EventHead{}, err
-	}
+// decodeHead decodes one line into h, reusing the memory h.Data holds: a
+// reader decodes thousands of lines into one EventHead. Data left out is nil.
+func decodeHead(line []byte, h *EventHead) error {
+	*h = EventHead{Data: h.Data[:0]}
+	err := json.Unmarshal(line, h)
 	if len(h.Data) == 0 {
 		h.Data = nil
 	}
-	return h, nil
+	return err
 }
 
 // parseEvent decodes one whole line as an event.

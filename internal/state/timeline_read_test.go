@@ -59,7 +59,8 @@ func TestDecodeHead(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := decodeHead([]byte(tt.line), nil)
+			var got EventHead
+			err := decodeHead([]byte(tt.line), &got)
 			assert.Equal(t, tt.ok, err == nil, "error: %v", err)
 			if tt.ok {
 				if tt.ts != "" {
@@ -265,7 +266,8 @@ func FuzzTimelineReader(f *testing.F) {
 			if len(bytes.TrimSpace(line)) == 0 {
 				continue
 			}
-			h, err := decodeHead(line, nil)
+			var h EventHead
+			err := decodeHead(line, &h)
 			ev, everr := parseEvent(line)
 			if last && err != nil {
 				err = ErrTornLine
