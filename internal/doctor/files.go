@@ -1,7 +1,6 @@
 package doctor
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -11,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/runr-dev/runr/internal/state"
 )
 
 const timelineFile = "timeline.jsonl"
@@ -29,113 +30,46 @@ const (
 // Damage (a missing file, a truncated last line from a crash mid-append, a
 // line that is not JSON) becomes a warning; it is never an error.
 //
-// A timeline can hold hundreds of thousands of events, so each line is read
-// by parseEventHead, which picks out the few fields doctor needs without
-// decoding the rest; only the last event's timestamp is parsed.
+// A timeline can hold hundreds of thousands of events, so only each event's
+// head is decoded, never its data.
 func scanTimeline(path string) (TimelineSummary, []string) {
 	sum := TimelineSummary{ByType: map[string]int{}}
-	f, err := os.Open(path)
+	r, err := state.OpenTimelineReader(path, maxEventLine)
 	if errors.Is(err, fs.ErrNotExist) {
 		return sum, []string{timelineFile + ": missing; the evidence comes from state.json alone"}
 	}
 	if err != nil {
 		return sum, []string{fmt.Sprintf("%s: cannot read (%v); the evidence comes from state.json alone", timelineFile, err)}
 	}
-	defer f.Close()
+	defer r.Close()
 	sum.Present = true
 
 	var warns []string
 	var bad []int
-	// counts avoids a string allocation per event: the lookup by
-	// string(bytes) does not copy, and there are few distinct types.
-	counts := map[string]*int{}
-	var lastType, lastTS []byte
-	br := bufio.NewReaderSize(f, 256<<10)
-	var scratch []byte
-	for n := 1; ; n++ {
-		line, tooLong, eof, err := readLine(br, &scratch)
-		if err != nil {
-			warns = append(warns, fmt.Sprintf("%s: read stopped at line %d (%v)", timelineFile, n, err))
-			break
-		}
-		if eof && len(line) == 0 {
-			break
-		}
+	var lastTS time.Time
+	for r.Next() {
+		ev, err := r.Head()
 		switch {
-		case tooLong:
-			bad = append(bad, n)
-		case len(bytes.TrimSpace(line)) == 0:
+		case errors.Is(err, state.ErrTornLine):
+			warns = append(warns, timelineFile+": last line truncated, ignored")
+		case err != nil:
+			bad = append(bad, r.Line())
 		default:
-			ev, ok := parseEventHead(line)
-			if !ok {
-				if eof {
-					// A line without its newline at the end is an append
-					// that a crash cut short.
-					warns = append(warns, timelineFile+": last line truncated, ignored")
-				} else {
-					bad = append(bad, n)
-				}
-				break
-			}
 			sum.Events++
-			c := counts[string(ev.typ)]
-			if c == nil {
-				c = new(int)
-				counts[string(ev.typ)] = c
-			}
-			*c++
-			sum.LastSeq, sum.LastTick = ev.seq, ev.tick
-			lastType = append(lastType[:0], ev.typ...)
-			lastTS = append(lastTS[:0], ev.ts...)
-		}
-		if eof {
-			break
+			sum.ByType[ev.Type]++
+			sum.LastSeq, sum.LastType, sum.LastTick, lastTS = ev.Seq, ev.Type, ev.Tick, ev.TS
 		}
 	}
-	for typ, c := range counts {
-		sum.ByType[typ] = *c
+	if err := r.Err(); err != nil {
+		warns = append(warns, fmt.Sprintf("%s: read stopped at line %d (%v)", timelineFile, r.Line(), err))
 	}
-	sum.LastType = string(lastType)
-	if ts, err := time.Parse(time.RFC3339Nano, string(lastTS)); err == nil {
-		sum.LastTS = &ts
+	if !lastTS.IsZero() {
+		sum.LastTS = &lastTS
 	}
 	if len(bad) > 0 {
 		warns = append(warns, fmt.Sprintf("%s: %d damaged line(s) ignored (first: line %d)", timelineFile, len(bad), bad[0]))
 	}
 	return sum, warns
-}
-
-// readLine reads one line without its newline. The line is the reader's
-// own buffer, valid until the next read, unless it is longer than that
-// buffer: then it is assembled in *scratch, which is kept for reuse. A line
-// longer than maxEventLine is consumed but not kept (tooLong). eof is set
-// when the file ended before a newline.
-func readLine(br *bufio.Reader, scratch *[]byte) (line []byte, tooLong, eof bool, err error) {
-	line, err = br.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
-		buf := append((*scratch)[:0], line...)
-		for errors.Is(err, bufio.ErrBufferFull) {
-			line, err = br.ReadSlice('\n')
-			if tooLong {
-				continue
-			}
-			if len(buf)+len(line) > maxEventLine {
-				tooLong, buf = true, buf[:0]
-			} else {
-				buf = append(buf, line...)
-			}
-		}
-		*scratch = buf
-		line = buf
-	}
-	switch {
-	case err == nil:
-		return bytes.TrimSuffix(line, []byte{'\n'}), tooLong, false, nil
-	case errors.Is(err, io.EOF):
-		return line, tooLong, true, nil
-	default:
-		return line, tooLong, false, err
-	}
 }
 
 // logTail returns the last lines of a log file of the run, reading only its

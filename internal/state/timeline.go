@@ -1,12 +1,9 @@
 package state
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -131,17 +128,6 @@ func lineStart(f *os.File, pos int64) (int64, error) {
 	return 0, nil
 }
 
-func parseEvent(line []byte) (Event, error) {
-	var ev Event
-	if err := json.Unmarshal(line, &ev); err != nil {
-		return Event{}, err
-	}
-	if ev.Seq <= 0 {
-		return Event{}, errors.New("event without a seq")
-	}
-	return ev, nil
-}
-
 // Append writes one event. Each event is a single write(2) of one line, so
 // a concurrent reader or a crash sees whole lines and at most a partial last
 // one. A write that fails part way (a full disk) has its fragment cut off,
@@ -202,61 +188,4 @@ func (t *Timeline) Close() error {
 		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "close timeline %s", t.path)
 	}
 	return nil
-}
-
-// ScanTimeline calls fn for each event of the timeline at path, in order,
-// reading it as a stream. A missing file has no events. A last line that is
-// truncated or corrupt (a write in progress or cut short by a crash) is
-// skipped; a corrupt line followed by valid ones is state_corrupt, naming the
-// line. An error from fn stops the scan and is returned as is.
-func ScanTimeline(path string, fn func(Event) error) error {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return stopreasons.Wrap(stopreasons.StateCorrupt, err, "cannot read timeline %s", path)
-	}
-	defer f.Close()
-
-	r := bufio.NewReaderSize(f, 64<<10)
-	var (
-		long    []byte // a line longer than the reader's buffer, assembled
-		lineNo  int
-		badLine int // a corrupt line, forgiven only if nothing follows it
-		badErr  error
-	)
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long, chunk...)
-			continue
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return stopreasons.Wrap(stopreasons.StateCorrupt, err, "read timeline %s", path)
-		}
-		line := chunk
-		if long != nil {
-			line = append(long, chunk...)
-			long = nil
-		}
-		if len(line) > 0 {
-			lineNo++
-		}
-		if len(bytes.TrimSpace(line)) > 0 {
-			if badErr != nil {
-				return stopreasons.Wrap(stopreasons.StateCorrupt, badErr,
-					"timeline %s: line %d is corrupt", path, badLine)
-			}
-			ev, perr := parseEvent(line)
-			if perr != nil {
-				badLine, badErr = lineNo, perr
-			} else if ferr := fn(ev); ferr != nil {
-				return ferr
-			}
-		}
-		if err != nil { // io.EOF
-			return nil
-		}
-	}
 }

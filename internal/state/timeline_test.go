@@ -165,30 +165,36 @@ func TestOpenTimelineRefusesBadRuns(t *testing.T) {
 }
 
 // BenchmarkScanTimeline reads a 100,000-event timeline, the size of a
-// long run, as `runr status` and doctor do.
+// long run, decoding every event in full.
 func BenchmarkScanTimeline(b *testing.B) {
-	s, err := Open(b.TempDir())
-	require.NoError(b, err)
-	st := &State{RunID: NewRunID(time.Now())}
-	require.NoError(b, s.Create(st))
-	tl, err := s.OpenTimeline(st.RunID)
-	require.NoError(b, err)
-	const events = 100_000
-	for i := range events {
-		data := map[string]any{"outcome": "failed", "signature": "go test: TestX", "duration_ms": i}
-		require.NoError(b, tl.Append("attempt", i, PhaseVerify, data))
-	}
-	require.NoError(b, tl.Close())
-	path := s.TimelinePath(st.RunID)
-
+	path := largeTimeline(b, 100_000)
+	b.ReportAllocs()
 	for b.Loop() {
 		n := 0
 		require.NoError(b, ScanTimeline(path, func(Event) error {
 			n++
 			return nil
 		}))
-		require.Equal(b, events, n)
+		require.Equal(b, 100_000, n)
 	}
+}
+
+// largeTimeline writes a timeline of n events as the store writes them and
+// returns its path.
+func largeTimeline(b *testing.B, n int) string {
+	b.Helper()
+	s, err := Open(b.TempDir())
+	require.NoError(b, err)
+	st := &State{RunID: NewRunID(time.Now())}
+	require.NoError(b, s.Create(st))
+	tl, err := s.OpenTimeline(st.RunID)
+	require.NoError(b, err)
+	for i := range n {
+		data := map[string]any{"outcome": "failed", "signature": "go test: TestX", "duration_ms": i}
+		require.NoError(b, tl.Append("attempt", i, PhaseVerify, data))
+	}
+	require.NoError(b, tl.Close())
+	return s.TimelinePath(st.RunID)
 }
 
 // An event that could only be written in part (the disk was full) must not
