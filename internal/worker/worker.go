@@ -56,6 +56,11 @@ type Spec struct {
 	// reused after the call.
 	OnStdoutLine func(line []byte) bool
 	KillNow      <-chan struct{} // closing it SIGKILLs the whole group at once (a second Ctrl+C)
+	// Stdout, when set, receives the whole of stdout instead of the log, the
+	// tail and OnStdoutLine, which then see stderr only (git's output is
+	// data, its stderr the message). A write error drops the rest of stdout
+	// but the process is still drained.
+	Stdout io.Writer
 }
 
 // Proc identifies a started process. StartTime is /proc/PID/stat field 22 on
@@ -100,9 +105,9 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 			return Result{}, fmt.Errorf("run %s: working directory %s is not a directory", spec.Argv[0], spec.Dir)
 		}
 	}
-	path, err := findProgram(spec.Argv[0], spec.Env)
+	path, err := LookPath(spec.Argv[0], spec.Dir, spec.Env)
 	if err != nil {
-		return Result{}, err
+		return Result{}, fmt.Errorf("run %w", err)
 	}
 	out, err := newSink(spec.LogPath, spec.TailBytes)
 	if err != nil {
@@ -163,13 +168,17 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 	aborted := make(chan struct{})
 	var abortOnce sync.Once
 	var lines *lineSplitter
-	if spec.OnStdoutLine != nil {
+	if spec.OnStdoutLine != nil && spec.Stdout == nil {
 		lines = &lineSplitter{max: spec.MaxLine, emit: spec.OnStdoutLine,
 			abort: func() { abortOnce.Do(func() { close(aborted) }) }}
 	}
 	var readers sync.WaitGroup
 	readers.Add(2)
-	go func() { defer readers.Done(); pump(stdoutR, out, lines) }()
+	if spec.Stdout != nil {
+		go func() { defer readers.Done(); pumpTo(stdoutR, spec.Stdout, out) }()
+	} else {
+		go func() { defer readers.Done(); pump(stdoutR, out, lines) }()
+	}
 	go func() { defer readers.Done(); pump(stderrR, out, nil) }()
 	readersDone := make(chan struct{})
 	go func() { readers.Wait(); close(readersDone) }()
