@@ -66,7 +66,7 @@ func envOptions(dir string) EnvOptions {
 		Environ:          append(environ, "RUNR_TEST_API_KEY=sk-very-secret"),
 		AgentProgram:     "git",
 		AgentVersionArgs: []string{"--version"},
-		CredentialEnv: []string{"RUNR_TEST_API_KEY", "RUNR_TEST_OTHER_KEY"},
+		CredentialEnv:    []string{"RUNR_TEST_API_KEY", "RUNR_TEST_OTHER_KEY"},
 	}
 }
 

@@ -40,7 +40,7 @@ func (s *Supervisor) snapshot() *stopconditions.Snapshot {
 		LastError:        s.lastError,
 		StopRequested:    s.store.StopRequested(st.RunID),
 		RepoDir:          s.dir,
-		ScriptEnv:        s.childEnv("evaluate"),
+		Scripts:          s.runScripts(s.runCtx),
 	}
 	if s.started.IsZero() {
 		snap.Elapsed = time.Duration(st.ElapsedMS) * time.Millisecond

@@ -93,6 +93,10 @@ type Supervisor struct {
 	sessionID      string
 	reviewRepeated bool           // the last review asked for the same changes as the one before
 	pending        []pendingEvent // events waiting for the next write of state.json
+
+	// runCtx is the run's context while the loop runs: the custom_scripts of
+	// an evaluation run under it.
+	runCtx context.Context
 }
 
 type signalStop struct {

@@ -3,6 +3,7 @@ package worker
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,4 +170,25 @@ func TestProbeHangs(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "holder 1.0", line)
 	assert.Less(t, took, grace+margin, "the child holding stdout is stopped with the group")
+}
+
+// TestRunKeepsOutputOrder: with nobody reading stdout apart, the tail and
+// the log hold stdout and stderr in the order the process wrote them.
+func TestRunKeepsOutputOrder(t *testing.T) {
+	dir := t.TempDir()
+	want := ""
+	for i := range 20 {
+		want += "out " + string(rune('a'+i)) + "\nerr " + string(rune('a'+i)) + "\n"
+	}
+	for round := range 10 {
+		logPath := filepath.Join(dir, fmt.Sprintf("round-%d.log", round))
+		res, _, err := run(t, context.Background(), `for c in a b c d e f g h i j k l m n o p q r s t; do echo "out $c"; echo "err $c" >&2; done`, func(s *Spec) {
+			s.LogPath = logPath
+		})
+		require.NoError(t, err)
+		assert.Equal(t, want, string(res.Tail))
+		log, err := os.ReadFile(logPath)
+		require.NoError(t, err)
+		assert.Equal(t, want, string(log))
+	}
 }

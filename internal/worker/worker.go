@@ -121,11 +121,17 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 		out.close()
 		return Result{}, fmt.Errorf("run %s: stdout pipe: %w", spec.Argv[0], err)
 	}
-	stderrR, stderrW, err := os.Pipe()
-	if err != nil {
-		out.close()
-		closeAll(stdoutR, stdoutW)
-		return Result{}, fmt.Errorf("run %s: stderr pipe: %w", spec.Argv[0], err)
+	// When nobody reads stdout apart, both streams share one pipe, so that the
+	// log and the tail keep the order the process wrote in (the last line of a
+	// failed check is its verdict, not whichever stream was read last).
+	stderrR, stderrW := (*os.File)(nil), stdoutW
+	if spec.Stdout != nil || spec.OnStdoutLine != nil {
+		stderrR, stderrW, err = os.Pipe()
+		if err != nil {
+			out.close()
+			closeAll(stdoutR, stdoutW)
+			return Result{}, fmt.Errorf("run %s: stderr pipe: %w", spec.Argv[0], err)
+		}
 	}
 
 	stopCtx, requestStop := context.WithCancel(context.Background())
@@ -173,13 +179,16 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 			abort: func() { abortOnce.Do(func() { close(aborted) }) }}
 	}
 	var readers sync.WaitGroup
-	readers.Add(2)
+	readers.Add(1)
 	if spec.Stdout != nil {
 		go func() { defer readers.Done(); pumpTo(stdoutR, spec.Stdout, out) }()
 	} else {
 		go func() { defer readers.Done(); pump(stdoutR, out, lines) }()
 	}
-	go func() { defer readers.Done(); pump(stderrR, out, nil) }()
+	if stderrR != nil {
+		readers.Add(1)
+		go func() { defer readers.Done(); pump(stderrR, out, nil) }()
+	}
 	readersDone := make(chan struct{})
 	go func() { readers.Wait(); close(readersDone) }()
 
