@@ -163,11 +163,11 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 	closeAll(stdoutW, stderrW)
 
 	pgid := cmd.Process.Pid
-	proc := Proc{PID: pgid, PGID: pgid, StartedAt: started}
-	// Without a start time the process can never be matched by Alive, which
-	// errs on the side of leaving an unknown process alone.
-	proc.StartTime, _ = ProcStartTime(pgid)
 	if spec.OnStart != nil {
+		proc := Proc{PID: pgid, PGID: pgid, StartedAt: started}
+		// Without a start time the process can never be matched by Alive,
+		// which errs on the side of leaving an unknown process alone.
+		proc.StartTime, _ = ProcStartTime(pgid)
 		spec.OnStart(proc)
 	}
 
