@@ -10,15 +10,16 @@ import (
 )
 
 // allowedImports is the import graph of DESIGN §1: which of runr's own
-// packages each internal package may import.
+// packages each internal package may import. worker and stopreasons are the
+// floor, open to every package but the pure evaluator.
 var allowedImports = map[string][]string{
-	"resume":         {"supervisor", "state", "config", "stopreasons"},
+	"resume":         {"supervisor", "state", "config", "worker", "stopreasons"},
 	"supervisor":     {"stopconditions", "agents", "guard", "worker", "state", "doctor", "config", "stopreasons"},
-	"doctor":         {"state", "stopconditions", "config", "stopreasons"},
+	"doctor":         {"guard", "state", "stopconditions", "config", "worker", "stopreasons"},
 	"agents":         {"worker", "stopreasons"},
-	"config":         {"stopconditions", "stopreasons"},
-	"guard":          {"worker"},
-	"state":          {"stopreasons"},
+	"config":         {"stopconditions", "worker", "stopreasons"},
+	"guard":          {"worker", "stopreasons"},
+	"state":          {"worker", "stopreasons"},
 	"stopconditions": {"stopreasons"},
 	"worker":         {},
 	"stopreasons":    {},
@@ -48,4 +49,23 @@ func TestPackagesImportOnlyWhatTheLayoutAllows(t *testing.T) {
 		}
 	}
 	assert.Equal(t, len(allowedImports), seen)
+}
+
+// TestOnlyWorkerStartsProcesses: every process runr starts goes through
+// internal/worker (process groups, timeouts, the one PATH lookup), so no
+// other package of runr imports os/exec (tests aside).
+func TestOnlyWorkerStartsProcesses(t *testing.T) {
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./internal/...", "./cmd/...")
+	cmd.Dir = repoRoot()
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	require.Greater(t, len(lines), 1)
+	for _, line := range lines {
+		fields := strings.Fields(line)
+		if fields[0] == "github.com/runr-dev/runr/internal/worker" {
+			continue
+		}
+		assert.NotContains(t, fields[1:], "os/exec", "%s starts processes itself; use internal/worker", fields[0])
+	}
 }

@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"os"
-	"os/exec"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -92,12 +89,11 @@ func doctorEnv(opts *DoctorOptions) error {
 		home = lookupEnv(opts.IO.Environ, "RUNR_HOME")
 	}
 	eo := doctor.EnvOptions{
-		Dir:          wd,
-		Home:         home,
-		ConfigFile:   opts.Global.Config,
-		Environ:      opts.IO.Environ,
-		AgentVersion: agentVersion,
-		AgentKinds:   agents.Kinds(),
+		Dir:        wd,
+		Home:       home,
+		ConfigFile: opts.Global.Config,
+		Environ:    opts.IO.Environ,
+		AgentKinds: agents.Kinds(),
 	}
 	// The agent to check comes from the config; an invalid config is
 	// reported by the checks themselves.
@@ -139,13 +135,4 @@ func doctorEnv(opts *DoctorOptions) error {
 		return nil
 	}
 	return &stopError{code: verdict}
-}
-
-// agentVersion runs the agent program with its version arguments, briefly.
-func agentVersion(program string, args []string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, program, args...).CombinedOutput()
-	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	return line, err
 }

@@ -1,19 +1,20 @@
 package doctor
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/worker"
 )
 
 // Check is one environment check of `runr doctor` without a run id.
@@ -46,10 +47,14 @@ type EnvOptions struct {
 	ConfigFile string
 	Environ    []string
 	AgentKinds []string // the values agent.kind accepts (config.LoadOptions.AgentKinds)
-	// AgentVersion runs the agent program to learn its version.
-	AgentVersion     func(program string, args []string) (string, error)
-	AgentProgram     string
+	// AgentProgram is the agent's program as its adapter names it; for
+	// agent.kind command it may be left out and is then agent.command's first
+	// word.
+	AgentProgram string
+	// AgentVersionArgs ask the agent program for its version (none: it is not
+	// asked), within VersionTimeout (0: worker.DefaultProbeTimeout).
 	AgentVersionArgs []string
+	VersionTimeout   time.Duration
 	// CredentialEnv names the variables that can hold the agent's
 	// credentials; only whether each is set is reported, never its value.
 	CredentialEnv []string
@@ -104,7 +109,7 @@ func CheckEnvironment(ctx context.Context, o EnvOptions) []Check {
 	// Without a config the agent is unknown; an invalid config is one
 	// failure, not two.
 	if cfg != nil || o.AgentProgram != "" {
-		add(checkAgent(o, cfg))
+		add(checkAgent(ctx, o, cfg, root))
 	}
 	if len(o.CredentialEnv) > 0 {
 		add(checkCredentials(o))
@@ -142,13 +147,14 @@ func Verdict(checks []Check) stopreasons.Code {
 
 func checkGit(ctx context.Context, dir string) (root string, c Check) {
 	c.Name = CheckGit
-	out, err := git(ctx, dir, "rev-parse", "--show-toplevel")
+	top, err := guard.TopLevel(ctx, dir)
 	if err != nil {
-		c.Detail = err.Error() + "; run runr inside a git checkout (or `git init`)"
+		// guard's errors say what to do: run inside a checkout, install git.
+		c.Detail = err.Error()
 		return "", c
 	}
-	c.OK, c.Detail = true, out
-	return out, c
+	c.OK, c.Detail = true, top
+	return top, c
 }
 
 func checkConfig(root string, o EnvOptions) (*config.Config, Check) {
@@ -166,26 +172,30 @@ func checkConfig(root string, o EnvOptions) (*config.Config, Check) {
 	return cfg, c
 }
 
-func checkAgent(o EnvOptions, cfg *config.Config) Check {
+// checkAgent looks the agent program up as the run will (from the
+// repository's root, on the run's PATH) and asks it for its version.
+func checkAgent(ctx context.Context, o EnvOptions, cfg *config.Config, root string) Check {
 	c := Check{Name: CheckAgent}
 	program := o.AgentProgram
-	if program == "" && cfg != nil {
-		if cfg.Agent.Kind == "command" {
-			if len(cfg.Agent.Command) > 0 {
-				program = cfg.Agent.Command[0]
-			}
-		} else {
-			// The adapters' programs are named after their kinds.
-			program = cfg.Agent.Kind
-		}
+	if program == "" && cfg != nil && cfg.Agent.Kind == "command" && len(cfg.Agent.Command) > 0 {
+		program = cfg.Agent.Command[0]
 	}
 	if program == "" {
 		c.Detail = "no agent configured: set agent.kind (or agent.command) in runr.yaml, or pass --agent"
 		return c
 	}
-	path, err := lookPath(program, o.Environ)
+	dir := root
+	if dir == "" {
+		dir = o.Dir
+	}
+	path, err := worker.LookPath(program, dir, o.Environ)
 	if err != nil {
-		c.Detail = fmt.Sprintf("%s: %v; install it or fix agent.kind / agent.command", program, err)
+		reason := err.Error()
+		var nf *worker.NotFoundError
+		if errors.As(err, &nf) {
+			reason = nf.Reason
+		}
+		c.Detail = fmt.Sprintf("%s: %s; install it or fix agent.kind / agent.command", program, reason)
 		return c
 	}
 	if o.AgentProblem != "" {
@@ -193,14 +203,14 @@ func checkAgent(o EnvOptions, cfg *config.Config) Check {
 		return c
 	}
 	c.OK, c.Detail = true, path
-	if o.AgentVersion != nil && len(o.AgentVersionArgs) > 0 {
-		v, err := o.AgentVersion(path, o.AgentVersionArgs)
+	if len(o.AgentVersionArgs) > 0 {
+		v, err := worker.Probe(ctx, worker.Spec{Argv: append([]string{path}, o.AgentVersionArgs...), Dir: dir, Env: o.Environ, Timeout: o.VersionTimeout})
 		if err != nil {
 			c.OK = false
 			c.Detail = fmt.Sprintf("%s %s failed: %v; check the installation", path, strings.Join(o.AgentVersionArgs, " "), err)
 			return c
 		}
-		if v = firstLine(v); v != "" {
+		if v != "" {
 			c.Detail += " (" + v + ")"
 		}
 	}
@@ -258,12 +268,8 @@ func checkVerify(root string, environ []string, cfg *config.Config) Check {
 			continue
 		}
 		seen[prog] = true
-		lookup := prog
-		if strings.Contains(prog, "/") && !filepath.IsAbs(prog) && root != "" {
-			// Checks run in the repository's root.
-			lookup = filepath.Join(root, prog)
-		}
-		if _, err := lookPath(lookup, environ); err != nil {
+		// Checks run in the repository's root.
+		if _, err := worker.LookPath(prog, root, environ); err != nil {
 			missing = append(missing, fmt.Sprintf("%s (%s)", prog, u.where))
 		} else {
 			found = append(found, prog)
@@ -414,16 +420,14 @@ func checkWorktrees(ctx context.Context, s *state.Store, root string) Check {
 		c.OK, c.Detail = true, "none"
 		return c
 	}
-	out, err := git(ctx, root, "worktree", "list", "--porcelain")
+	paths, err := guard.Worktrees(ctx, root)
 	if err != nil {
 		c.Detail = err.Error()
 		return c
 	}
 	registered := map[string]bool{}
-	for _, line := range strings.Split(out, "\n") {
-		if p, ok := strings.CutPrefix(line, "worktree "); ok {
-			registered[canonical(p)] = true
-		}
+	for _, p := range paths {
+		registered[canonical(p)] = true
 	}
 	var problems []string
 	for _, e := range entries {
@@ -463,74 +467,4 @@ func canonical(p string) string {
 		return r
 	}
 	return filepath.Clean(p)
-}
-
-// git runs a git command in dir and returns its trimmed stdout; the error
-// carries git's own message.
-func git(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		if errors.Is(err, exec.ErrNotFound) {
-			return "", errors.New("git is not installed or not on PATH; runr needs git")
-		}
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			msg = err.Error()
-		}
-		return "", fmt.Errorf("`git %s` in %s: %s", strings.Join(args, " "), dir, msg)
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
-// lookPath finds program as exec.LookPath does, but on the PATH of environ,
-// which is the environment the run will have.
-func lookPath(program string, environ []string) (string, error) {
-	if strings.Contains(program, "/") {
-		if err := executable(program); err != nil {
-			return "", err
-		}
-		return program, nil
-	}
-	path := ""
-	for _, kv := range environ {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
-	}
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" {
-			dir = "."
-		}
-		p := filepath.Join(dir, program)
-		if executable(p) == nil {
-			return p, nil
-		}
-	}
-	return "", errors.New("not found on PATH")
-}
-
-func executable(path string) error {
-	info, err := os.Stat(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return errors.New("no such file")
-		}
-		return err
-	}
-	if info.IsDir() || info.Mode()&0o111 == 0 {
-		return errors.New("not an executable file")
-	}
-	return nil
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return strings.TrimSpace(s)
 }

@@ -2,7 +2,6 @@ package doctor
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,11 +66,7 @@ func envOptions(dir string) EnvOptions {
 		Environ:          append(environ, "RUNR_TEST_API_KEY=sk-very-secret"),
 		AgentProgram:     "git",
 		AgentVersionArgs: []string{"--version"},
-		AgentVersion: func(program string, args []string) (string, error) {
-			out, err := exec.Command(program, args...).Output()
-			return string(out), err
-		},
-		CredentialEnv: []string{"RUNR_TEST_API_KEY", "RUNR_TEST_OTHER_KEY"},
+		CredentialEnv:    []string{"RUNR_TEST_API_KEY", "RUNR_TEST_OTHER_KEY"},
 	}
 }
 
@@ -180,7 +175,7 @@ func TestEnvironmentAgent(t *testing.T) {
 	t.Run("version fails", func(t *testing.T) {
 		dir := goodRepo(t)
 		o := envOptions(dir)
-		o.AgentVersion = func(string, []string) (string, error) { return "", errors.New("exit status 3") }
+		o.AgentProgram = fakeAgent(t, "echo 'broken install' >&2; exit 3\n")
 		c := find(t, CheckEnvironment(context.Background(), o), CheckAgent)
 		assert.False(t, c.OK)
 		assert.Contains(t, c.Detail, "--version failed: exit status 3")
@@ -188,10 +183,52 @@ func TestEnvironmentAgent(t *testing.T) {
 	t.Run("taken from agent.command when not injected", func(t *testing.T) {
 		dir := goodRepo(t)
 		o := envOptions(dir)
-		o.AgentProgram, o.AgentVersion = "", nil
+		o.AgentProgram, o.AgentVersionArgs = "", nil
 		c := find(t, CheckEnvironment(context.Background(), o), CheckAgent)
 		assert.True(t, c.OK, c.Detail)
 		assert.Equal(t, "git", filepath.Base(c.Detail))
+	})
+}
+
+// fakeAgent writes an agent program that runs body, and returns its path.
+func fakeAgent(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "fake-agent")
+	require.NoError(t, os.WriteFile(path, []byte("#!/bin/sh\n"+body), 0o755))
+	return path
+}
+
+// TestEnvironmentAgentVersionHangs: an agent whose --version never returns
+// (and ignores SIGTERM), or returns but leaves a child holding its output
+// open, costs doctor its probe timeout and no more; the first is a failed
+// check that says it timed out.
+func TestEnvironmentAgentVersionHangs(t *testing.T) {
+	const timeout = time.Second
+	// The probe's kill grace (1s), and room for a loaded machine.
+	const margin = 5 * time.Second
+	dir := goodRepo(t)
+
+	t.Run("never answers", func(t *testing.T) {
+		o := envOptions(dir)
+		o.AgentProgram = fakeAgent(t, "trap '' TERM\nwhile :; do sleep 1; done\n")
+		o.VersionTimeout = timeout
+		start := time.Now()
+		c := find(t, CheckEnvironment(context.Background(), o), CheckAgent)
+		took := time.Since(start)
+		assert.False(t, c.OK)
+		assert.Contains(t, c.Detail, "--version failed: timed out after 1s; check the installation")
+		assert.Less(t, took, timeout+margin)
+	})
+	t.Run("a child keeps stdout open", func(t *testing.T) {
+		o := envOptions(dir)
+		o.AgentProgram = fakeAgent(t, "sleep 60 &\necho 'fake 1.0'\n")
+		o.VersionTimeout = timeout
+		start := time.Now()
+		c := find(t, CheckEnvironment(context.Background(), o), CheckAgent)
+		took := time.Since(start)
+		assert.True(t, c.OK, c.Detail)
+		assert.Equal(t, o.AgentProgram+" (fake 1.0)", c.Detail)
+		assert.Less(t, took, timeout+margin)
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -28,6 +29,22 @@ func AddWorktree(ctx context.Context, repo, path, branch string) error {
 		return fmt.Errorf("create worktree %s on new branch %s: %w", path, branch, err)
 	}
 	return nil
+}
+
+// Worktrees lists the paths of the working trees git knows for the
+// repository of dir (`git worktree list`), the main one first.
+func Worktrees(ctx context.Context, dir string) ([]string, error) {
+	out, err := git(ctx, dir, "worktree", "list", "--porcelain")
+	if err != nil {
+		return nil, fmt.Errorf("list the worktrees of %s: %w", dir, err)
+	}
+	var paths []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if p, ok := strings.CutPrefix(line, "worktree "); ok {
+			paths = append(paths, filepath.FromSlash(p))
+		}
+	}
+	return paths, nil
 }
 
 // CommitAll stages every change of the working tree at dir (git add --all),

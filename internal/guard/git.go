@@ -13,10 +13,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/runr-dev/runr/internal/worker"
 )
 
 // Sentinel errors, so that callers can map them to their stop reasons with
@@ -50,9 +51,13 @@ func (e *gitError) Error() string {
 	return fmt.Sprintf("git %s (in %s): %s", strings.Join(e.args, " "), e.dir, msg)
 }
 
-// gitWaitDelay bounds how long a finished or cancelled git may hold its pipes
-// open through a leftover child (a credential helper, a hook).
-const gitWaitDelay = 5 * time.Second
+// gitKillGrace is how long a cancelled git gets between SIGTERM and SIGKILL,
+// and how long a finished one may hold its pipes open through a leftover
+// child (a credential helper, a hook).
+const gitKillGrace = 5 * time.Second
+
+// gitStderrKeep bounds the stderr kept for a failed git's message.
+const gitStderrKeep = 16 << 10
 
 // gitCmd describes one git invocation.
 type gitCmd struct {
@@ -64,32 +69,40 @@ type gitCmd struct {
 
 // run executes git and returns its stdout. The locale is fixed so messages
 // and output are predictable, optional locks are off so that reading commands
-// never rewrite the index behind the user's back, and git never prompts.
+// never rewrite the index behind the user's back, and git never prompts. Git
+// runs in its own process group like every process runr starts, so a Ctrl+C
+// at the terminal reaches it only through ctx.
 func (c gitCmd) run(ctx context.Context) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "git", c.args...)
-	cmd.Dir = c.dir
-	cmd.Env = append(os.Environ(), "LC_ALL=C", "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0")
-	cmd.Env = append(cmd.Env, c.env...)
-	cmd.Stdin = c.stdin
-	cmd.WaitDelay = gitWaitDelay
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	if err == nil {
+	env := append(os.Environ(), "LC_ALL=C", "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0")
+	var stdout bytes.Buffer
+	res, err := worker.Run(ctx, worker.Spec{
+		Argv:      append([]string{"git"}, c.args...),
+		Dir:       c.dir,
+		Env:       append(env, c.env...),
+		Stdin:     c.stdin,
+		Stdout:    &stdout,
+		KillGrace: gitKillGrace,
+		TailBytes: gitStderrKeep,
+	})
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, fmt.Errorf("git %s (in %s): %w", strings.Join(c.args, " "), c.dir, ctxErr)
+		}
+		if errors.Is(err, worker.ErrNotFound) {
+			return nil, fmt.Errorf("%w: runr needs git on PATH; install git and try again", ErrGitMissing)
+		}
+		return nil, fmt.Errorf("run git %s (in %s): %w", strings.Join(c.args, " "), c.dir, err)
+	}
+	if res.ExitCode == 0 {
 		return stdout.Bytes(), nil
 	}
-	if ctxErr := ctx.Err(); ctxErr != nil {
+	if ctxErr := ctx.Err(); ctxErr != nil && res.Canceled {
 		return nil, fmt.Errorf("git %s (in %s): %w", strings.Join(c.args, " "), c.dir, ctxErr)
 	}
-	var exitErr *exec.ExitError
-	if errors.As(err, &exitErr) {
-		return stdout.Bytes(), &gitError{args: c.args, dir: c.dir, code: exitErr.ExitCode(), stderr: stderr.String()}
+	if res.Signal != "" {
+		return nil, fmt.Errorf("git %s (in %s): ended by signal %s", strings.Join(c.args, " "), c.dir, res.Signal)
 	}
-	if errors.Is(err, exec.ErrNotFound) {
-		return nil, fmt.Errorf("%w: runr needs git on PATH; install git and try again", ErrGitMissing)
-	}
-	return nil, fmt.Errorf("run git %s (in %s): %w", strings.Join(c.args, " "), c.dir, err)
+	return stdout.Bytes(), &gitError{args: c.args, dir: c.dir, code: res.ExitCode, stderr: string(res.Tail)}
 }
 
 // git runs a plain git command in dir.

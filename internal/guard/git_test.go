@@ -4,7 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -79,4 +83,82 @@ func TestGitCancelled(t *testing.T) {
 	cancel()
 	_, err := Changes(ctx, dir)
 	assert.ErrorIs(t, err, context.Canceled)
+}
+
+// TestGitCancelStopsItsGroup: a git cancelled while a program it started
+// hangs (here the fsmonitor hook of `git status`) ends with the context's
+// error at once, and takes the hook and the hook's own child with it rather
+// than leaving them behind or waiting for them to let go of its pipes.
+func TestGitCancelStopsItsGroup(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t, true)
+	aside := t.TempDir()
+	hook := filepath.Join(aside, "hook.sh")
+	childPID := filepath.Join(aside, "child.pid")
+	require.NoError(t, os.WriteFile(hook, []byte("#!/bin/sh\nsleep 60 &\necho $! > "+childPID+".tmp\nmv "+childPID+".tmp "+childPID+"\nwait\n"), 0o755))
+	gitT(t, dir, "config", "core.fsmonitor", hook)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := Changes(ctx, dir)
+		done <- err
+	}()
+	pid := 0
+	deadline := time.Now().Add(20 * time.Second)
+	for pid == 0 {
+		if data, err := os.ReadFile(childPID); err == nil {
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("git status returned before its hook was ready: %v", err)
+		default:
+		}
+		require.True(t, time.Now().Before(deadline), "the fsmonitor hook never started")
+		time.Sleep(10 * time.Millisecond)
+	}
+	defer syscall.Kill(pid, syscall.SIGKILL)
+
+	cancel()
+	start := time.Now()
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, context.Canceled)
+	case <-time.After(gitKillGrace + 10*time.Second):
+		t.Fatal("a cancelled git did not return")
+	}
+	assert.Less(t, time.Since(start), gitKillGrace, "the hook ended with SIGTERM, without waiting for SIGKILL")
+	for running(pid) {
+		require.True(t, time.Now().Before(deadline), "the hook's child %d outlived the cancelled git", pid)
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestGitMissing: without git on PATH every command says so with
+// ErrGitMissing.
+func TestGitMissing(t *testing.T) {
+	dir := newRepo(t, true)
+	t.Setenv("PATH", t.TempDir())
+	_, err := TopLevel(context.Background(), dir)
+	require.ErrorIs(t, err, ErrGitMissing)
+	assert.Contains(t, err.Error(), "install git")
+}
+
+// running says whether pid runs; a zombie waiting for its reaper counts as
+// gone.
+func running(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return true // no /proc (macOS): signal 0 is all there is
+	}
+	s := string(stat)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z'
+	}
+	return true
 }

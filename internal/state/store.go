@@ -9,6 +9,7 @@ package state
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -16,13 +17,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/worker"
 )
 
 // File and directory names inside the store.
@@ -56,24 +57,24 @@ func DefaultHome(dir string) (string, error) {
 	if err != nil {
 		return "", stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "resolve directory %s", dir)
 	}
-	cmd := exec.Command("git", "rev-parse", "--git-common-dir")
-	cmd.Dir = abs
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	var out bytes.Buffer
+	res, err := worker.Run(context.Background(), worker.Spec{
+		Argv: []string{"git", "rev-parse", "--git-common-dir"}, Dir: abs, Stdout: &out, TailBytes: 4 << 10})
+	if err == nil && res.ExitCode != 0 {
+		err = errors.New(strings.TrimSpace(string(res.Tail)))
+		if err.Error() == "" {
+			err = fmt.Errorf("exit status %d", res.ExitCode)
+		}
+	}
 	if err != nil {
-		if errors.Is(err, exec.ErrNotFound) {
+		if errors.Is(err, worker.ErrNotFound) {
 			return "", stopreasons.Errorf(stopreasons.EnvironmentInvalid,
 				"git is not installed or not on PATH; runr needs git: install it and try again")
 		}
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			msg = err.Error()
-		}
 		return "", stopreasons.Errorf(stopreasons.EnvironmentInvalid,
-			"%s is not inside a git repository (%s); run runr in a git checkout, or give the run store with --home", abs, msg)
+			"%s is not inside a git repository (%v); run runr in a git checkout, or give the run store with --home", abs, err)
 	}
-	common := strings.TrimSpace(string(out))
+	common := strings.TrimSpace(out.String())
 	if common == "" {
 		return "", stopreasons.Errorf(stopreasons.EnvironmentInvalid,
 			"`git rev-parse --git-common-dir` in %s printed nothing; check the repository with `git status`", abs)

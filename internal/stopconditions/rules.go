@@ -4,7 +4,9 @@
 // `stop.conditions`, holds the built-in rules and budgets, and evaluates them
 // all against a Snapshot of the run in the priority order of the design
 // contract. Evaluation is pure except for the conditions that must look
-// outside: file_created and file_contains read a file, custom_script runs one.
+// outside: file_created and file_contains read a file. It never starts a
+// process: a custom_script is run by the supervisor (see Scripts) and its
+// result handed in through the Snapshot.
 package stopconditions
 
 import (

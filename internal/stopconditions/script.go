@@ -1,21 +1,34 @@
 package stopconditions
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 )
 
 // DefaultScriptTimeout bounds a custom_script that sets no timeout.
 const DefaultScriptTimeout = 30 * time.Second
 
-// scriptWaitDelay bounds the wait for the script's pipes after it ends or is
-// killed, so that a grandchild holding them open cannot hang the evaluation.
-const scriptWaitDelay = 2 * time.Second
+// Script is the process of a custom_script condition. The evaluator never
+// starts it: the supervisor runs it before an evaluation, in the repository
+// with the run's environment, and hands its result in through
+// Snapshot.Scripts under Key.
+type Script struct {
+	Key     string
+	Program string
+	Args    []string
+	Timeout time.Duration
+}
+
+// ScriptResult is how a script's process ended.
+type ScriptResult struct {
+	ExitCode int    // its exit status; -1 when a signal ended it
+	Signal   string // the signal that ended it, e.g. "killed"
+	TimedOut bool   // it ran past its timeout and was killed
+	Stopped  bool   // the run stopped it (a signal, the time budget)
+	Err      string // it could not be started: why; "" when it ran
+	Output   string // the tail of its combined stdout and stderr
+}
 
 type customScript struct {
 	script  string
@@ -25,50 +38,55 @@ type customScript struct {
 
 func (customScript) Type() string { return TypeCustomScript }
 
-// Evaluate runs the script in its own process group, in the repository, with
-// the snapshot's environment; exit status 0 means met. On timeout the whole
-// group is killed, so children the script started do not outlive it.
+// key tells the scripts of two conditions apart unless they would run the
+// very same process, which then runs once per evaluation.
+func (c customScript) key() string {
+	return fmt.Sprintf("%q %s", append([]string{c.script}, c.args...), c.timeout)
+}
+
+// Evaluate judges the script's result from the snapshot: exit status 0 means
+// met.
 func (c customScript) Evaluate(s *Snapshot) Result {
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-	defer cancel()
-
-	cmd := exec.CommandContext(ctx, c.script, c.args...)
-	cmd.Dir = s.RepoDir
-	cmd.Env = s.ScriptEnv
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		// Setpgid made the script's pid its group id.
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	cmd.WaitDelay = scriptWaitDelay
-	var tail tailBuffer
-	cmd.Stdout = &tail
-	cmd.Stderr = &tail
-
-	err := cmd.Run()
-	if cmd.Process != nil {
-		// Whatever is left of the group when the script ends is killed too.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
 	name := c.describe()
-	var exitErr *exec.ExitError
+	r, ok := s.Scripts[c.key()]
 	switch {
-	case err == nil:
-		return Result{Met: true, Progress: 1, Message: name + " exited 0"}
-	case ctx.Err() == context.DeadlineExceeded:
+	case !ok:
+		// The run was stopping when the conditions were evaluated.
+		return Result{Message: name + " was not run: the run is stopping"}
+	case r.Err != "":
+		return Result{Message: fmt.Sprintf("%s could not run: %s", name, r.Err)}
+	case r.TimedOut:
 		return Result{Message: fmt.Sprintf("%s ran past its timeout of %s and was killed", name, c.timeout)}
-	case errors.As(err, &exitErr) && exitErr.ExitCode() >= 0:
-		msg := fmt.Sprintf("%s exited %d", name, exitErr.ExitCode())
-		if out := lastLine(tail.String()); out != "" {
+	case r.Stopped:
+		return Result{Message: name + " was stopped: the run is stopping"}
+	case r.ExitCode == 0:
+		return Result{Met: true, Progress: 1, Message: name + " exited 0"}
+	case r.ExitCode > 0:
+		msg := fmt.Sprintf("%s exited %d", name, r.ExitCode)
+		if out := lastLine(r.Output); out != "" {
 			msg += ": " + out
 		}
 		return Result{Message: msg}
 	}
-	return Result{Message: fmt.Sprintf("%s could not run: %v", name, err)}
+	return Result{Message: fmt.Sprintf("%s could not run: it was ended by signal %s", name, r.Signal)}
 }
 
 func (c customScript) describe() string {
 	return "script " + strings.Join(append([]string{c.script}, c.args...), " ")
+}
+
+// Scripts lists the processes of the custom_script conditions nested at any
+// depth, each once, for the supervisor to run before an evaluation.
+func Scripts(lists ...[]Condition) []Script {
+	var out []Script
+	seen := map[string]bool{}
+	walkConditions(lists, func(c Condition) {
+		if cs, ok := c.(customScript); ok && !seen[cs.key()] {
+			seen[cs.key()] = true
+			out = append(out, Script{Key: cs.key(), Program: cs.script, Args: cs.args, Timeout: cs.timeout})
+		}
+	})
+	return out
 }
 
 // lastLine is the last non-empty line of a script's output, where a check
@@ -80,19 +98,3 @@ func lastLine(s string) string {
 	}
 	return firstLine(s)
 }
-
-// tailBuffer keeps the last bytes written to it, so a script that prints a
-// lot cannot grow runr's memory.
-type tailBuffer struct{ b []byte }
-
-const tailMax = 4096
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.b = append(t.b, p...)
-	if len(t.b) > tailMax {
-		t.b = append(t.b[:0], t.b[len(t.b)-tailMax:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string { return string(t.b) }

@@ -1,11 +1,7 @@
 package stopconditions
 
 import (
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -13,39 +9,42 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func writeScript(t *testing.T, dir, name, body string) {
-	t.Helper()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+body), 0o755))
-}
-
+// TestCustomScript judges a script from the result the supervisor handed
+// in; running it is the supervisor's (internal/supervisor's scripts tests).
 func TestCustomScript(t *testing.T) {
-	repo := t.TempDir()
-	writeScript(t, repo, "ok.sh", "exit 0\n")
-	writeScript(t, repo, "fail.sh", "echo checking >&2\necho \"coverage 61% below 80%\"\nexit 3\n")
-	// Met only when run in the repository, with the snapshot's environment
-	// and the configured arguments.
-	writeScript(t, repo, "ctx.sh", `[ -f ctx.sh ] && [ "$RUNR_RUN_ID" = "r1" ] && [ "$1" = "--min" ] && [ "$2" = "80" ]`+"\n")
-	env := append(os.Environ(), "RUNR_RUN_ID=r1")
+	ok := customScript{script: "./ok.sh", timeout: 10 * time.Second}
+	fail := customScript{script: "./fail.sh", timeout: 10 * time.Second}
+	ctxScript := customScript{script: "./ctx.sh", args: []string{"--min", "80"}, timeout: 10 * time.Second}
+	hang := customScript{script: "./hang.sh", timeout: 500 * time.Millisecond}
+	missing := customScript{script: "./nope.sh", timeout: 10 * time.Second}
 
 	tests := []struct {
 		name    string
 		cond    customScript
-		env     []string
+		result  *ScriptResult // nil: not run
 		met     bool
 		message string
 	}{
-		{"exit 0 is met", customScript{script: "./ok.sh", timeout: 10 * time.Second}, nil, true, "script ./ok.sh exited 0"},
-		{"non-zero is not met and says why", customScript{script: "./fail.sh", timeout: 10 * time.Second}, nil, false,
+		{"exit 0 is met", ok, &ScriptResult{}, true, "script ./ok.sh exited 0"},
+		{"non-zero is not met and says why", fail, &ScriptResult{ExitCode: 3, Output: "checking\ncoverage 61% below 80%\n"}, false,
 			"script ./fail.sh exited 3: coverage 61% below 80%"},
-		{"repository, environment and arguments", customScript{script: "./ctx.sh", args: []string{"--min", "80"}, timeout: 10 * time.Second}, env, true,
-			"script ./ctx.sh --min 80 exited 0"},
-		{"wrong environment", customScript{script: "./ctx.sh", args: []string{"--min", "80"}, timeout: 10 * time.Second}, os.Environ(), false,
-			"script ./ctx.sh --min 80 exited 1"},
-		{"a program on PATH", customScript{script: "true", timeout: 10 * time.Second}, nil, true, "script true exited 0"},
+		{"arguments are named", ctxScript, &ScriptResult{}, true, "script ./ctx.sh --min 80 exited 0"},
+		{"non-zero without output", ctxScript, &ScriptResult{ExitCode: 1}, false, "script ./ctx.sh --min 80 exited 1"},
+		{"timeout", hang, &ScriptResult{ExitCode: -1, Signal: "killed", TimedOut: true}, false,
+			"script ./hang.sh ran past its timeout of 500ms and was killed"},
+		{"stopped by the run", hang, &ScriptResult{ExitCode: -1, Signal: "terminated", Stopped: true}, false,
+			"script ./hang.sh was stopped: the run is stopping"},
+		{"ended by a signal of its own", hang, &ScriptResult{ExitCode: -1, Signal: "segmentation fault"}, false,
+			"script ./hang.sh could not run: it was ended by signal segmentation fault"},
+		{"not run", ok, nil, false, "script ./ok.sh was not run: the run is stopping"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tt.cond.Evaluate(&Snapshot{RepoDir: repo, ScriptEnv: tt.env})
+			snap := &Snapshot{}
+			if tt.result != nil {
+				snap.Scripts = map[string]ScriptResult{tt.cond.key(): *tt.result}
+			}
+			got := tt.cond.Evaluate(snap)
 			assert.Equal(t, tt.met, got.Met)
 			assert.Equal(t, boolProgress(tt.met), got.Progress)
 			assert.Equal(t, tt.message, got.Message)
@@ -53,51 +52,36 @@ func TestCustomScript(t *testing.T) {
 	}
 
 	t.Run("missing script", func(t *testing.T) {
-		got := customScript{script: "./nope.sh", timeout: 10 * time.Second}.Evaluate(&Snapshot{RepoDir: repo})
+		got := missing.Evaluate(&Snapshot{Scripts: map[string]ScriptResult{missing.key(): {ExitCode: -1, Err: "run ./nope.sh: no such file"}}})
 		assert.False(t, got.Met)
 		assert.True(t, strings.HasPrefix(got.Message, "script ./nope.sh could not run: "), got.Message)
 	})
+	t.Run("another script's result is not taken", func(t *testing.T) {
+		got := ok.Evaluate(&Snapshot{Scripts: map[string]ScriptResult{fail.key(): {}}})
+		assert.False(t, got.Met)
+	})
 }
 
-// TestCustomScriptTimeoutKillsGroup runs a script that starts a child and
-// hangs; on timeout the script and its child must both be gone.
-func TestCustomScriptTimeoutKillsGroup(t *testing.T) {
-	repo := t.TempDir()
-	writeScript(t, repo, "hang.sh", "sleep 60 &\necho $! > child.pid\nwait\n")
-	c := customScript{script: "./hang.sh", timeout: 500 * time.Millisecond}
-
-	got := c.Evaluate(&Snapshot{RepoDir: repo})
-	assert.False(t, got.Met)
-	assert.Equal(t, "script ./hang.sh ran past its timeout of 500ms and was killed", got.Message)
-
-	data, err := os.ReadFile(filepath.Join(repo, "child.pid"))
-	require.NoError(t, err, "the script should have started its child before the timeout")
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+func TestScripts(t *testing.T) {
+	conds, err := DecodeList("stop.failure", []any{
+		map[string]any{"type": "custom_script", "script": "./check.sh"},
+		map[string]any{"type": "not", "condition": map[string]any{"type": "custom_script", "script": "lint", "args": []any{"-q"}, "timeout": "5s"}},
+		map[string]any{"type": "any", "conditions": []any{
+			map[string]any{"type": "custom_script", "script": "./check.sh"}, // the same process: run once
+			map[string]any{"type": "custom_script", "script": "./check.sh", "args": []any{"--all"}},
+		}},
+		map[string]any{"type": "never"},
+	})
 	require.NoError(t, err)
-	deadline := time.Now().Add(10 * time.Second)
-	for processAlive(pid) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("the script's child %d outlived the timeout", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+	scripts := Scripts(conds)
+	require.Len(t, scripts, 3)
+	assert.Equal(t, Script{Key: scripts[0].Key, Program: "./check.sh", Timeout: DefaultScriptTimeout}, scripts[0])
+	assert.Equal(t, Script{Key: scripts[1].Key, Program: "lint", Args: []string{"-q"}, Timeout: 5 * time.Second}, scripts[1])
+	assert.Equal(t, Script{Key: scripts[2].Key, Program: "./check.sh", Args: []string{"--all"}, Timeout: DefaultScriptTimeout}, scripts[2])
+	assert.NotEqual(t, scripts[0].Key, scripts[2].Key)
 
-// processAlive says whether pid runs; a zombie waiting for its reaper counts
-// as gone.
-func processAlive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return true // no /proc (macOS): signal 0 is all there is
-	}
-	// The state follows the command name, which is in parentheses.
-	s := string(stat)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
-	}
-	return true
+	// The keys are the ones the conditions look their results up by.
+	results := map[string]ScriptResult{scripts[0].Key: {}, scripts[1].Key: {ExitCode: 1}, scripts[2].Key: {ExitCode: 1}}
+	assert.True(t, conds[0].Evaluate(&Snapshot{Scripts: results}).Met)
+	assert.True(t, conds[1].Evaluate(&Snapshot{Scripts: results}).Met, "not of a failing lint")
 }

@@ -46,9 +46,9 @@ type Snapshot struct {
 	// StartFiles holds the file_created paths (as written in the condition)
 	// that existed when the run started.
 	StartFiles map[string]bool
-	// ScriptEnv is the environment of custom_script; nil gives the script
-	// runr's own environment, as os/exec does.
-	ScriptEnv []string
+	// Scripts holds the results of the custom_script processes the
+	// supervisor ran for this evaluation, by Script.Key.
+	Scripts map[string]ScriptResult
 }
 
 // Check is the result of one verify command.

@@ -36,6 +36,7 @@ func (s *Supervisor) loop(ctx context.Context) (*state.State, error) {
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	s.runCtx = runCtx
 	unwatch := s.watchSignals(cancel)
 	sp := s.ticks(runCtx)
 	// Signals that come while the stop is recorded stay in the channel for

@@ -41,7 +41,7 @@ func (s *Supervisor) snapshot(res result) *stopconditions.Snapshot {
 		LastError:        res.errEvent,
 		StopRequested:    s.store.StopRequested(st.RunID),
 		RepoDir:          s.dir,
-		ScriptEnv:        s.childEnv("evaluate"),
+		Scripts:          s.runScripts(s.runCtx),
 	}
 	if s.started.IsZero() {
 		snap.Elapsed = time.Duration(st.ElapsedMS) * time.Millisecond

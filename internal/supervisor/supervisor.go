@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -25,6 +24,7 @@ import (
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopconditions"
 	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/worker"
 )
 
 // Options configure a supervisor.
@@ -84,6 +84,10 @@ type Supervisor struct {
 	lastOutput string
 	sessionID  string
 	pending    []pendingEvent // events waiting for the next write of state.json
+
+	// runCtx is the run's context while the loop runs: the custom_scripts of
+	// an evaluation run under it.
+	runCtx context.Context
 }
 
 type signalStop struct {
@@ -345,38 +349,14 @@ func (s *Supervisor) prepareAgent() *stop {
 	return nil
 }
 
-// lookProgram finds prog as exec would from dir with env's PATH.
+// lookProgram finds prog as worker.Run will start it; the error says why
+// not in words that follow the program's name.
 func lookProgram(prog, dir string, env []string) (string, error) {
-	if strings.Contains(prog, "/") {
-		p := prog
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		fi, err := os.Stat(p)
-		if err != nil {
-			return "", err
-		}
-		if fi.IsDir() || fi.Mode()&0o111 == 0 {
-			return "", errors.New("not an executable file")
-		}
-		return p, nil
+	path, err := worker.LookPath(prog, dir, env)
+	if nf := (*worker.NotFoundError)(nil); errors.As(err, &nf) {
+		return "", errors.New(nf.Reason)
 	}
-	path := ""
-	for _, kv := range env {
-		if strings.HasPrefix(kv, "PATH=") {
-			path = kv[len("PATH="):]
-		}
-	}
-	for _, d := range filepath.SplitList(path) {
-		if d == "" {
-			d = "."
-		}
-		p := filepath.Join(d, prog)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", exec.ErrNotFound
+	return path, err
 }
 
 // claim records the run's scope claim, refusing to overlap a live run on
@@ -540,16 +520,11 @@ func agentVersion(ctx context.Context, program string, args []string) string {
 	if len(args) == 0 {
 		return ""
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, program, args...)
-	cmd.WaitDelay = time.Second
-	out, err := cmd.Output()
+	v, err := worker.Probe(ctx, worker.Spec{Argv: append([]string{program}, args...)})
 	if err != nil {
 		return ""
 	}
-	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	return line
+	return v
 }
 
 // checkScopeGlobs refuses, before the first tick, a scope or lockfile glob

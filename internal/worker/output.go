@@ -52,6 +52,15 @@ func (s *sink) write(p []byte) {
 	}
 }
 
+// touch records n bytes of output that went elsewhere (Spec.Stdout): they
+// count as activity and in the total, but not in the log or the tail.
+func (s *sink) touch(n int) {
+	s.last.Store(int64(time.Since(s.base)))
+	s.mu.Lock()
+	s.n += int64(n)
+	s.mu.Unlock()
+}
+
 // quietFor is how long ago the last byte arrived (or the sink was made).
 func (s *sink) quietFor() time.Duration {
 	return time.Since(s.base) - time.Duration(s.last.Load())
@@ -173,6 +182,25 @@ func pump(r io.Reader, out *sink, lines *lineSplitter) {
 	}
 	if lines != nil && lines.pending {
 		lines.flush()
+	}
+}
+
+// pumpTo copies r into w until EOF or a read error. After w fails the rest
+// is read and dropped: a child must never block on a full pipe.
+func pumpTo(r io.Reader, w io.Writer, out *sink) {
+	buf := make([]byte, 32<<10)
+	var werr error
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			out.touch(n)
+			if werr == nil {
+				_, werr = w.Write(buf[:n])
+			}
+		}
+		if err != nil {
+			return
+		}
 	}
 }
 

@@ -1,38 +1,95 @@
 package worker
 
 import (
-	"fmt"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
-// findProgram resolves name the way a shell would, but in the PATH of the
-// environment the process will get (env), not necessarily runr's own. A name
-// with a slash is used as given; starting it reports whether it exists.
-func findProgram(name string, env []string) (string, error) {
+// NotFoundError says why a program cannot be run. It wraps ErrNotFound.
+type NotFoundError struct {
+	Name   string // the program as it was given
+	Reason string // "not found on PATH", "no such file", "not an executable file", ...
+}
+
+func (e *NotFoundError) Error() string {
+	return e.Name + ": " + e.Reason + "; install it or give its full path"
+}
+
+func (e *NotFoundError) Unwrap() error { return ErrNotFound }
+
+// LookPath finds the program name the way Run starts it, so that a check
+// before a run and the run itself agree. A name with a slash is taken
+// relative to dir (runr's own directory when dir is "") and must be an
+// executable regular file; a bare name is searched in the PATH of env (the
+// last PATH= entry wins, as in the child; nil env means runr's own
+// environment). Like os/exec, relative PATH entries (the current directory
+// included) are never searched, so that a program is not picked up by
+// accident from wherever runr happens to run. The path returned is absolute
+// for a name with a slash, whatever dir is.
+func LookPath(name, dir string, env []string) (string, error) {
+	if name == "" {
+		return "", &NotFoundError{Name: `""`, Reason: "the program name is empty"}
+	}
 	if strings.Contains(name, "/") {
-		return name, nil
-	}
-	pathList := os.Getenv("PATH")
-	if env != nil {
-		pathList = ""
-		for _, kv := range env {
-			if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-				pathList = v // the last one wins, as in the child
-			}
+		p := name
+		if !filepath.IsAbs(p) && dir != "" {
+			p = filepath.Join(dir, p)
 		}
+		// The child starts in dir: a relative path would be taken from there
+		// a second time.
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return "", &NotFoundError{Name: name, Reason: err.Error()}
+		}
+		if reason := notExecutable(abs); reason != "" {
+			return "", &NotFoundError{Name: name, Reason: reason}
+		}
+		return abs, nil
 	}
-	for _, dir := range filepath.SplitList(pathList) {
-		// Like os/exec, never pick a program from a relative directory (the
-		// current one included) by accident.
-		if !filepath.IsAbs(dir) {
+	for _, d := range filepath.SplitList(pathOf(env)) {
+		if !filepath.IsAbs(d) {
 			continue
 		}
-		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+		p := filepath.Join(d, name)
+		if notExecutable(p) == "" {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("run %s: %w (not in PATH %q); install it or give its full path", name, ErrNotFound, pathList)
+	return "", &NotFoundError{Name: name, Reason: "not found on PATH"}
+}
+
+// pathOf is the PATH a process with environment env gets.
+func pathOf(env []string) string {
+	if env == nil {
+		return os.Getenv("PATH")
+	}
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	return path
+}
+
+// notExecutable says why path cannot be started, or "" when it can be.
+func notExecutable(path string) string {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return "no such file"
+	case err != nil:
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return pe.Err.Error()
+		}
+		return err.Error()
+	case !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0:
+		return "not an executable file"
+	}
+	return ""
 }

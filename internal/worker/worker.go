@@ -56,6 +56,11 @@ type Spec struct {
 	// reused after the call.
 	OnStdoutLine func(line []byte) bool
 	KillNow      <-chan struct{} // closing it SIGKILLs the whole group at once (a second Ctrl+C)
+	// Stdout, when set, receives the whole of stdout instead of the log, the
+	// tail and OnStdoutLine, which then see stderr only (git's output is
+	// data, its stderr the message). A write error drops the rest of stdout
+	// but the process is still drained.
+	Stdout io.Writer
 }
 
 // Proc identifies a started process. StartTime is /proc/PID/stat field 22 on
@@ -100,9 +105,9 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 			return Result{}, fmt.Errorf("run %s: working directory %s is not a directory", spec.Argv[0], spec.Dir)
 		}
 	}
-	path, err := findProgram(spec.Argv[0], spec.Env)
+	path, err := LookPath(spec.Argv[0], spec.Dir, spec.Env)
 	if err != nil {
-		return Result{}, err
+		return Result{}, fmt.Errorf("run %w", err)
 	}
 	out, err := newSink(spec.LogPath, spec.TailBytes)
 	if err != nil {
@@ -116,11 +121,17 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 		out.close()
 		return Result{}, fmt.Errorf("run %s: stdout pipe: %w", spec.Argv[0], err)
 	}
-	stderrR, stderrW, err := os.Pipe()
-	if err != nil {
-		out.close()
-		closeAll(stdoutR, stdoutW)
-		return Result{}, fmt.Errorf("run %s: stderr pipe: %w", spec.Argv[0], err)
+	// When nobody reads stdout apart, both streams share one pipe, so that the
+	// log and the tail keep the order the process wrote in (the last line of a
+	// failed check is its verdict, not whichever stream was read last).
+	stderrR, stderrW := (*os.File)(nil), stdoutW
+	if spec.Stdout != nil || spec.OnStdoutLine != nil {
+		stderrR, stderrW, err = os.Pipe()
+		if err != nil {
+			out.close()
+			closeAll(stdoutR, stdoutW)
+			return Result{}, fmt.Errorf("run %s: stderr pipe: %w", spec.Argv[0], err)
+		}
 	}
 
 	stopCtx, requestStop := context.WithCancel(context.Background())
@@ -152,25 +163,32 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 	closeAll(stdoutW, stderrW)
 
 	pgid := cmd.Process.Pid
-	proc := Proc{PID: pgid, PGID: pgid, StartedAt: started}
-	// Without a start time the process can never be matched by Alive, which
-	// errs on the side of leaving an unknown process alone.
-	proc.StartTime, _ = ProcStartTime(pgid)
 	if spec.OnStart != nil {
+		proc := Proc{PID: pgid, PGID: pgid, StartedAt: started}
+		// Without a start time the process can never be matched by Alive,
+		// which errs on the side of leaving an unknown process alone.
+		proc.StartTime, _ = ProcStartTime(pgid)
 		spec.OnStart(proc)
 	}
 
 	aborted := make(chan struct{})
 	var abortOnce sync.Once
 	var lines *lineSplitter
-	if spec.OnStdoutLine != nil {
+	if spec.OnStdoutLine != nil && spec.Stdout == nil {
 		lines = &lineSplitter{max: spec.MaxLine, emit: spec.OnStdoutLine,
 			abort: func() { abortOnce.Do(func() { close(aborted) }) }}
 	}
 	var readers sync.WaitGroup
-	readers.Add(2)
-	go func() { defer readers.Done(); pump(stdoutR, out, lines) }()
-	go func() { defer readers.Done(); pump(stderrR, out, nil) }()
+	readers.Add(1)
+	if spec.Stdout != nil {
+		go func() { defer readers.Done(); pumpTo(stdoutR, spec.Stdout, out) }()
+	} else {
+		go func() { defer readers.Done(); pump(stdoutR, out, lines) }()
+	}
+	if stderrR != nil {
+		readers.Add(1)
+		go func() { defer readers.Done(); pump(stderrR, out, nil) }()
+	}
 	readersDone := make(chan struct{})
 	go func() { readers.Wait(); close(readersDone) }()
 
