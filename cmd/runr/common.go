@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -40,7 +41,7 @@ func openStore(io *IOStreams, g *GlobalOptions) (*state.Store, error) {
 		if err != nil {
 			return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "cannot read the working directory")
 		}
-		home, err = state.DefaultHome(wd)
+		home, err = defaultHome(wd)
 		if err != nil {
 			return nil, err
 		}
@@ -48,6 +49,21 @@ func openStore(io *IOStreams, g *GlobalOptions) (*state.Store, error) {
 		home = abs
 	}
 	return state.Open(home)
+}
+
+// defaultHome is the run store of the git repository containing dir, or
+// environment_invalid outside one.
+func defaultHome(dir string) (string, error) {
+	common, err := guard.CommonDir(context.Background(), dir)
+	switch {
+	case errors.Is(err, guard.ErrGitMissing):
+		return "", stopreasons.Errorf(stopreasons.EnvironmentInvalid,
+			"git is not installed or not on PATH; runr needs git: install it and try again")
+	case err != nil:
+		return "", stopreasons.Errorf(stopreasons.EnvironmentInvalid,
+			"%s is not inside a git repository (%v); run runr in a git checkout, or give the run store with --home", dir, err)
+	}
+	return state.DefaultHome(common), nil
 }
 
 // notifySignals delivers SIGINT, SIGTERM and SIGHUP to the run instead of

@@ -87,11 +87,11 @@ func CheckEnvironment(ctx context.Context, o EnvOptions) []Check {
 	var store *state.Store
 	home := o.Home
 	if home == "" && gitCheck.OK {
-		h, err := state.DefaultHome(o.Dir)
-		if err != nil {
+		if common, err := guard.CommonDir(ctx, o.Dir); err != nil {
 			add(Check{Name: CheckStore, Detail: err.Error()})
+		} else {
+			home = state.DefaultHome(common)
 		}
-		home = h
 	}
 	if home != "" {
 		s, err := state.Open(home)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
@@ -254,9 +255,9 @@ func TestEnvironmentVerifyProgramMissing(t *testing.T) {
 // says running.
 func storeWithRun(t *testing.T, dir string) (*state.Store, string) {
 	t.Helper()
-	home, err := state.DefaultHome(dir)
+	common, err := guard.CommonDir(context.Background(), dir)
 	require.NoError(t, err)
-	s, err := state.Open(home)
+	s, err := state.Open(state.DefaultHome(common))
 	require.NoError(t, err)
 	id := state.NewRunID(time.Now())
 	require.NoError(t, s.Create(&state.State{RunID: id, RunStatus: stopreasons.RunRunning, Phase: state.PhaseImplement}))

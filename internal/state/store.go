@@ -8,8 +8,6 @@
 package state
 
 import (
-	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -23,7 +21,6 @@ import (
 	"time"
 
 	"github.com/runr-dev/runr/internal/stopreasons"
-	"github.com/runr-dev/runr/internal/worker"
 )
 
 // File and directory names inside the store.
@@ -48,42 +45,13 @@ type Store struct {
 	Home string
 }
 
-// DefaultHome is the run store of the git repository containing dir:
-// <git common dir>/runr. The common dir is shared by all worktrees of a
-// repository, so their runs are listed together, and it lies inside .git,
-// where an agent's `git clean -fdx` cannot reach it.
-func DefaultHome(dir string) (string, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "resolve directory %s", dir)
-	}
-	var out bytes.Buffer
-	res, err := worker.Run(context.Background(), worker.Spec{
-		Argv: []string{"git", "rev-parse", "--git-common-dir"}, Dir: abs, Stdout: &out, TailBytes: 4 << 10})
-	if err == nil && res.ExitCode != 0 {
-		err = errors.New(strings.TrimSpace(string(res.Tail)))
-		if err.Error() == "" {
-			err = fmt.Errorf("exit status %d", res.ExitCode)
-		}
-	}
-	if err != nil {
-		if errors.Is(err, worker.ErrNotFound) {
-			return "", stopreasons.Errorf(stopreasons.EnvironmentInvalid,
-				"git is not installed or not on PATH; runr needs git: install it and try again")
-		}
-		return "", stopreasons.Errorf(stopreasons.EnvironmentInvalid,
-			"%s is not inside a git repository (%v); run runr in a git checkout, or give the run store with --home", abs, err)
-	}
-	common := strings.TrimSpace(out.String())
-	if common == "" {
-		return "", stopreasons.Errorf(stopreasons.EnvironmentInvalid,
-			"`git rev-parse --git-common-dir` in %s printed nothing; check the repository with `git status`", abs)
-	}
-	// git prints the common dir relative to the directory it ran in.
-	if !filepath.IsAbs(common) {
-		common = filepath.Join(abs, common)
-	}
-	return filepath.Join(filepath.Clean(common), "runr"), nil
+// DefaultHome is the run store of a repository whose git common dir is
+// commonDir (guard.CommonDir): <git common dir>/runr. The common dir is
+// shared by all worktrees of a repository, so their runs are listed
+// together, and it lies inside .git, where an agent's `git clean -fdx`
+// cannot reach it.
+func DefaultHome(commonDir string) string {
+	return filepath.Join(filepath.Clean(commonDir), "runr")
 }
 
 // Open makes sure the store at home exists and is writable.
