@@ -36,7 +36,6 @@ func (s *Supervisor) loop(ctx context.Context) (*state.State, error) {
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	s.runCtx = runCtx
 	unwatch := s.watchSignals(cancel)
 	sp := s.ticks(runCtx)
 	// Signals that come while the stop is recorded stay in the channel for
@@ -64,7 +63,7 @@ func (s *Supervisor) ticks(ctx context.Context) *stop {
 		if !s.deadline.IsZero() && !s.o.Now().Before(s.deadline) {
 			// The budget ran out between ticks (or a resume started with
 			// none left): the evaluator names it.
-			if v := s.evaluate(result{}); v.Stop != nil {
+			if v := s.evaluate(ctx, result{}); v.Stop != nil {
 				return s.verdictStop(v.Stop)
 			}
 		}
@@ -75,12 +74,12 @@ func (s *Supervisor) ticks(ctx context.Context) *stop {
 		if sp := s.apply(Phase(phase), res); sp != nil {
 			// A stop inside the tick still records how close every rule
 			// was after it.
-			s.evaluate(res)
+			s.evaluate(ctx, res)
 			return sp
 		}
 		// After every tick: counters (updated by the phase), evaluate,
 		// persist, timeline.
-		if v := s.evaluate(res); v.Stop != nil {
+		if v := s.evaluate(ctx, res); v.Stop != nil {
 			return s.verdictStop(v.Stop)
 		}
 		s.event("tick", map[string]any{"phase": phase, "next": st.Phase, "milestone": st.MilestoneIndex + 1, "iteration": st.Iteration})
@@ -113,8 +112,8 @@ func (s *Supervisor) tick(ctx context.Context, phase Phase) result {
 
 // evaluate runs the stop conditions on a snapshot of the run after a step
 // with result res, and records how close each rule is.
-func (s *Supervisor) evaluate(res result) stopconditions.Verdict {
-	snap := s.snapshot(res)
+func (s *Supervisor) evaluate(ctx context.Context, res result) stopconditions.Verdict {
+	snap := s.snapshot(ctx, res)
 	v := stopconditions.Evaluate(snap, s.cfg.Stop, s.limits())
 	s.st.Conditions = s.st.Conditions[:0]
 	for _, p := range v.Progress {

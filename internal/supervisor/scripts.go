@@ -25,9 +25,6 @@ func (s *Supervisor) runScripts(ctx context.Context) map[string]stopconditions.S
 	if len(scripts) == 0 {
 		return nil
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	if !s.deadline.IsZero() {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, s.deadline)

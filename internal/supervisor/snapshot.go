@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"time"
 
 	"github.com/runr-dev/runr/internal/state"
@@ -9,7 +10,7 @@ import (
 
 // snapshot is the run as the stop conditions see it after a step with
 // result res.
-func (s *Supervisor) snapshot(res result) *stopconditions.Snapshot {
+func (s *Supervisor) snapshot(ctx context.Context, res result) *stopconditions.Snapshot {
 	st := s.st
 	stats := statistics(st)
 	st.Statistics = stats
@@ -41,7 +42,7 @@ func (s *Supervisor) snapshot(res result) *stopconditions.Snapshot {
 		LastError:        res.errEvent,
 		StopRequested:    s.store.StopRequested(st.RunID),
 		RepoDir:          s.dir,
-		Scripts:          s.runScripts(s.runCtx),
+		Scripts:          s.runScripts(ctx),
 	}
 	if s.started.IsZero() {
 		snap.Elapsed = time.Duration(st.ElapsedMS) * time.Millisecond

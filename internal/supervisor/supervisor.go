@@ -84,10 +84,6 @@ type Supervisor struct {
 	lastOutput string
 	sessionID  string
 	pending    []pendingEvent // events waiting for the next write of state.json
-
-	// runCtx is the run's context while the loop runs: the custom_scripts of
-	// an evaluation run under it.
-	runCtx context.Context
 }
 
 type signalStop struct {
