@@ -24,6 +24,11 @@ type Result struct {
 	Met      bool
 	Progress float64 // 0..1; 1 when met
 	Message  string  // says the value and the threshold
+	// Unknown: the condition could not be judged this time (its script was
+	// not run or was cut short because the run is stopping). It is not met,
+	// and neither is a `not` of it: a run that is stopping for a signal or
+	// its budget never stops for a condition nobody could check.
+	Unknown bool
 }
 
 // The condition types, as spelled after `type:`.
@@ -261,7 +266,7 @@ type all struct{ conditions []Condition }
 
 func (all) Type() string { return TypeAll }
 func (c all) Evaluate(s *Snapshot) Result {
-	met, sum := 0, 0.0
+	met, unknown, sum := 0, 0, 0.0
 	var open []string
 	for _, sub := range c.conditions {
 		r := sub.Evaluate(s)
@@ -270,6 +275,9 @@ func (c all) Evaluate(s *Snapshot) Result {
 			met++
 		} else {
 			open = append(open, sub.Type()+": "+r.Message)
+		}
+		if r.Unknown {
+			unknown++
 		}
 	}
 	msg := fmt.Sprintf("%d of %d conditions met", met, len(c.conditions))
@@ -280,6 +288,8 @@ func (c all) Evaluate(s *Snapshot) Result {
 		Met:      met == len(c.conditions),
 		Progress: clamp01(sum / float64(len(c.conditions))),
 		Message:  msg,
+		// Unknown only while no other part is known to be unmet.
+		Unknown: unknown > 0 && unknown == len(open),
 	}
 }
 
@@ -289,15 +299,18 @@ func (anyOf) Type() string { return TypeAny }
 func (c anyOf) Evaluate(s *Snapshot) Result {
 	best := Result{}
 	bestType := ""
+	unknown := false
 	// Every part is evaluated, not just up to the first met one, so that the
 	// progress is the maximum over all of them.
 	for _, sub := range c.conditions {
 		r := sub.Evaluate(s)
+		unknown = unknown || r.Unknown
 		if bestType == "" || (r.Met && !best.Met) || (r.Met == best.Met && r.Progress > best.Progress) {
 			best, bestType = r, sub.Type()
 		}
 	}
-	return Result{Met: best.Met, Progress: clamp01(best.Progress), Message: bestType + ": " + best.Message}
+	return Result{Met: best.Met, Progress: clamp01(best.Progress), Message: bestType + ": " + best.Message,
+		Unknown: unknown && !best.Met}
 }
 
 type not struct{ condition Condition }
@@ -305,6 +318,9 @@ type not struct{ condition Condition }
 func (not) Type() string { return TypeNot }
 func (c not) Evaluate(s *Snapshot) Result {
 	r := c.condition.Evaluate(s)
+	if r.Unknown {
+		return Result{Unknown: true, Message: "not " + c.condition.Type() + ": " + r.Message}
+	}
 	return Result{
 		Met:      !r.Met,
 		Progress: boolProgress(!r.Met),

@@ -52,13 +52,13 @@ func (c customScript) Evaluate(s *Snapshot) Result {
 	switch {
 	case !ok:
 		// The run was stopping when the conditions were evaluated.
-		return Result{Message: name + " was not run: the run is stopping"}
+		return Result{Unknown: true, Message: name + " was not run: the run is stopping"}
+	case r.Stopped:
+		return Result{Unknown: true, Message: name + " was stopped: the run is stopping"}
 	case r.Err != "":
 		return Result{Message: fmt.Sprintf("%s could not run: %s", name, r.Err)}
 	case r.TimedOut:
 		return Result{Message: fmt.Sprintf("%s ran past its timeout of %s and was killed", name, c.timeout)}
-	case r.Stopped:
-		return Result{Message: name + " was stopped: the run is stopping"}
 	case r.ExitCode == 0:
 		return Result{Met: true, Progress: 1, Message: name + " exited 0"}
 	case r.ExitCode > 0:

@@ -85,3 +85,43 @@ func TestScripts(t *testing.T) {
 	assert.True(t, conds[0].Evaluate(&Snapshot{Scripts: results}).Met)
 	assert.True(t, conds[1].Evaluate(&Snapshot{Scripts: results}).Met, "not of a failing lint")
 }
+
+// TestUnjudgedScriptNeverFires: a script the run did not get to run (it is
+// stopping for a signal or its budget) is unknown, not false, so a `not`
+// of it, or an all/any built on it, cannot make the run stop for a
+// condition nobody checked; a known answer elsewhere still counts.
+func TestUnjudgedScriptNeverFires(t *testing.T) {
+	script := customScript{script: "./ok.sh", timeout: 10 * time.Second}
+	unmet := never{}
+	met := not{condition: never{}}
+	stopping := &Snapshot{} // no script results: the run is stopping
+	for _, tt := range []struct {
+		name    string
+		cond    Condition
+		met     bool
+		unknown bool
+	}{
+		{"the script", script, false, true},
+		{"not script", not{condition: script}, false, true},
+		{"not not script", not{condition: not{condition: script}}, false, true},
+		{"all with an unjudged part", all{conditions: []Condition{met, script}}, false, true},
+		{"not all with an unjudged part", not{condition: all{conditions: []Condition{met, script}}}, false, true},
+		{"all with a part known unmet", all{conditions: []Condition{unmet, script}}, false, false},
+		{"not all with a part known unmet", not{condition: all{conditions: []Condition{unmet, script}}}, true, false},
+		{"any with an unjudged part", anyOf{conditions: []Condition{unmet, script}}, false, true},
+		{"not any with an unjudged part", not{condition: anyOf{conditions: []Condition{unmet, script}}}, false, true},
+		{"any with a part met", anyOf{conditions: []Condition{met, script}}, true, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.cond.Evaluate(stopping)
+			assert.Equal(t, tt.met, got.Met, got.Message)
+			assert.Equal(t, tt.unknown, got.Unknown, got.Message)
+		})
+	}
+
+	v := Evaluate(&Snapshot{TotalMilestones: 1, Milestone: 1}, Rules{
+		Success: []Condition{not{condition: script}},
+		Failure: []Condition{not{condition: script}},
+	}, Limits{})
+	assert.Nil(t, v.Stop, "an unjudged script stops nothing")
+}

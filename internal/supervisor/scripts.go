@@ -46,7 +46,9 @@ func (s *Supervisor) runScripts(ctx context.Context) map[string]stopconditions.S
 			KillNow:   s.killNow,
 		})
 		if err != nil {
-			results[sc.Key] = stopconditions.ScriptResult{ExitCode: -1, Err: err.Error()}
+			// The run may have begun to stop between the check above and
+			// the start: then the script was not judged, not broken.
+			results[sc.Key] = stopconditions.ScriptResult{ExitCode: -1, Err: err.Error(), Stopped: ctx.Err() != nil}
 			continue
 		}
 		results[sc.Key] = stopconditions.ScriptResult{

@@ -479,3 +479,29 @@ func TestCrashRecoveryStopsTheRecordedGroup(t *testing.T) {
 	assert.Contains(t, ev, "crash_detected")
 	assert.Contains(t, ev, "crash_recovered")
 }
+
+// A run whose budget is spent stops with timeout even when a stop.failure
+// condition is `not custom_script`: the script is not run once the budget
+// is gone, and a condition nobody could check does not fire.
+func TestSpentBudgetIsTimeoutNotAnUnjudgedCondition(t *testing.T) {
+	r := newRun(t, "Do it.")
+	r.agent(`echo "RUNR_STATUS: blocked wait"`)
+	ran := filepath.Join(r.bin, "script-ran")
+	script := filepath.Join(r.bin, "ok.sh")
+	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\necho ran >> "+ran+"\nexit 0\n"), 0o755))
+	r.set("stop.failure", []any{map[string]any{"type": "not", "condition": map[string]any{"type": "custom_script", "script": script}}})
+	st := r.start()
+	require.Equal(t, stopreasons.WorkerBlocked, st.StopReason.Code, st.StopReason.Message)
+	require.NoError(t, os.Remove(ran))
+
+	loaded, err := r.store.Load(st.RunID)
+	require.NoError(t, err)
+	loaded.Budget.TimeMS = loaded.ElapsedMS // nothing left
+	sup := r.supervisor()
+	st, err = sup.Continue(context.Background(), loaded)
+	released(sup)
+	require.NoError(t, err)
+	assert.Equal(t, stopreasons.Timeout, st.StopReason.Code, st.StopReason.Message)
+	_, err = os.Stat(ran)
+	assert.True(t, os.IsNotExist(err), "no script runs once the budget is spent")
+}
