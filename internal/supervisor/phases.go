@@ -118,7 +118,7 @@ func (s *Supervisor) runProcess(ctx context.Context, phase string, spec worker.S
 // the signal as soon as the tick is over. A second SIGINT, the user's
 // "now", still ends them (a pre-commit hook may hang).
 func (s *Supervisor) gitContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	gctx, cancel := context.WithCancel(worker.WithKillNow(context.WithoutCancel(ctx), s.killNow))
 	go func() {
 		select {
 		case <-s.killNow:

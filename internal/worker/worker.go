@@ -95,6 +95,9 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 		return Result{}, errors.New("run: the command is empty; give the program to run")
 	}
 	spec = withDefaults(spec)
+	if spec.KillNow == nil {
+		spec.KillNow = killNowOf(ctx)
+	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, fmt.Errorf("run %s: not started: %w", spec.Argv[0], err)
 	}
@@ -324,6 +327,21 @@ func supervise(ctx context.Context, spec Spec, pgid int, started time.Time, out 
 		case <-pollC:
 		}
 	}
+}
+
+type killNowKey struct{}
+
+// WithKillNow returns ctx carrying kill: a process Run starts under it
+// without a KillNow of its own is SIGKILLed with its whole group the moment
+// kill is closed. It reaches processes started by packages that take only a
+// context (runr's git commands), so a second Ctrl+C ends them at once too.
+func WithKillNow(ctx context.Context, kill <-chan struct{}) context.Context {
+	return context.WithValue(ctx, killNowKey{}, kill)
+}
+
+func killNowOf(ctx context.Context) <-chan struct{} {
+	kill, _ := ctx.Value(killNowKey{}).(<-chan struct{})
+	return kill
 }
 
 func withDefaults(spec Spec) Spec {

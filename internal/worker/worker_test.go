@@ -285,6 +285,30 @@ func TestRunKillNow(t *testing.T) {
 	assert.Less(t, time.Since(begin), hangLimit)
 }
 
+// A kill channel carried by the context (WithKillNow) does what Spec.KillNow
+// does, for callers that hand Run only a context.
+func TestRunKillNowFromTheContext(t *testing.T) {
+	killNow := make(chan struct{})
+	ctx, cancel := context.WithCancel(WithKillNow(context.Background(), killNow))
+	defer cancel()
+	var once sync.Once
+	begin := time.Now()
+	res, _, err := run(t, ctx, `trap "" TERM; echo ready; sleep 60`, func(s *Spec) {
+		s.KillGrace = time.Hour
+		s.OnStdoutLine = func(line []byte) bool {
+			if string(line) == "ready" {
+				cancel()
+				once.Do(func() { close(killNow) })
+			}
+			return true
+		}
+	})
+	require.NoError(t, err)
+	assert.True(t, res.Killed)
+	assert.Equal(t, "killed", res.Signal)
+	assert.Less(t, time.Since(begin), hangLimit)
+}
+
 func TestRunAbortFromStdoutLine(t *testing.T) {
 	var lines []string
 	res, _, err := run(t, context.Background(), `echo one; echo stop; echo after; sleep 30`, func(s *Spec) {
