@@ -98,7 +98,7 @@ func doctorEnv(opts *DoctorOptions) error {
 	// The agent to check comes from the config; an invalid config is
 	// reported by the checks themselves.
 	if top, err := repoRoot(); err == nil {
-		if cfg, err := config.Load(config.LoadOptions{RepoRoot: top, ConfigFile: opts.Global.Config, Environ: opts.IO.Environ}); err == nil {
+		if cfg, err := config.Load(config.LoadOptions{RepoRoot: top, ConfigFile: opts.Global.Config, Environ: opts.IO.Environ, AgentKinds: agents.Kinds()}); err == nil {
 			if a, err := agents.Lookup(cfg.Agent.Kind); err == nil {
 				eo.AgentProgram = a.Program(agents.Request{Command: cfg.Agent.Command})
 				eo.AgentVersionArgs = a.VersionArgs()

@@ -96,13 +96,9 @@ func release(l *state.Lock) {
 func (r *Runner) autoResume(ctx context.Context, o supervisor.Options, lock *state.Lock, st *state.State) (*state.State, error) {
 	cfg, store := o.Config, o.Store
 	if lock == nil {
-		// Every path that gets here holds the lock; should one not, take
-		// it before waiting rather than wait on a run another runr may own.
-		var err error
-		if lock, err = store.Acquire(st.RunID); err != nil {
-			return st, err
-		}
-		defer lock.Release()
+		// Start and Continue hand over the lock they hold; waiting without
+		// it would let another runr take the run meanwhile.
+		return st, stopreasons.Errorf(stopreasons.InternalError, "run %s: the auto-resume wait needs the run's lock", st.RunID)
 	}
 	progress := o.Progress
 	if progress == nil {

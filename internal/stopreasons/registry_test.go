@@ -1,6 +1,7 @@
 package stopreasons
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"text/template"
@@ -200,4 +201,19 @@ func (e assertErr) Error() string { return string(e) }
 
 func TestShowPathsQuotesWhatWouldBreakALine(t *testing.T) {
 	assert.Equal(t, `a b.go, "evil\nsrc/ok.txt", "\xff.txt"`, ShowPaths([]string{"a b.go", "evil\nsrc/ok.txt", "\xff.txt"}))
+}
+
+func TestStopDetailsJSON(t *testing.T) {
+	guard, err := json.Marshal(StopDetails{Files: []string{"a"}, Rules: []string{"scope.allow"}})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"files":["a"],"rules":["scope.allow"],"committed":[]}`, string(guard))
+	committed, err := json.Marshal(StopDetails{Files: []string{"a"}, Rules: []string{"scope.allow"}, Committed: []string{"a"}})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"files":["a"],"rules":["scope.allow"],"committed":["a"]}`, string(committed))
+	other, err := json.Marshal(StopDetails{Milestone: 2, Command: "go test"})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"milestone":2,"command":"go test"}`, string(other))
+	var back StopDetails
+	require.NoError(t, json.Unmarshal(guard, &back))
+	assert.Equal(t, []string{}, back.Committed)
 }

@@ -1,5 +1,7 @@
 package stopreasons
 
+import "encoding/json"
+
 // Stop is one stop of a run: its reason, the rule or event that decided it
 // with its figures, and the evidence. The same value goes from the
 // evaluator or the tick that decided it into state.json, stop.json, the
@@ -49,4 +51,23 @@ type StopDetails struct {
 	// Unapproved counts the milestones a skip-mode run finished without
 	// approving.
 	Unapproved int `json:"unapproved,omitempty"`
+}
+
+// MarshalJSON writes the details, and for a guard's stop (one that names the
+// rules its files broke) always says which of them the agent committed
+// itself, an empty list included, so a script can tell "none" from "not
+// recorded".
+func (d StopDetails) MarshalJSON() ([]byte, error) {
+	type plain StopDetails
+	if d.Rules == nil {
+		return json.Marshal(plain(d))
+	}
+	committed := d.Committed
+	if committed == nil {
+		committed = []string{}
+	}
+	return json.Marshal(struct {
+		plain
+		Committed []string `json:"committed"`
+	}{plain(d), committed})
 }

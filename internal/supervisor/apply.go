@@ -23,7 +23,8 @@ type result struct {
 
 // fault is the result of a step that could not be carried out.
 func fault(err error) result {
-	return result{Event: Event{Outcome: Fault, Code: stopreasons.CodeOf(err)}, stop: &stop{Stop: stopreasons.Stop{Message: err.Error()}}}
+	sp := internalStop(err)
+	return result{Event: Event{Outcome: Fault, Code: sp.Code}, stop: sp}
 }
 
 // rules are the parts of the configuration the transition reads.

@@ -498,8 +498,8 @@ func (s *Supervisor) review(ctx context.Context) result {
 		}
 		failure.Signature = stopconditions.Signature(cmd, why)
 		st.LastFailure = failure
-		return result{Event: Event{Outcome: ReviewFailed}, signature: failure.Signature, errText: why,
-			errEvent: &stopconditions.ErrorEvent{Source: stopconditions.SourceVerify, Text: why + "\n" + notes}}
+		// on_error judges agent and verify errors (DESIGN §4), not the review's.
+		return result{Event: Event{Outcome: ReviewFailed}, signature: failure.Signature, errText: why}
 	case res.ExitCode == reviewApprove:
 		st.ReviewNotesHash = ""
 		return result{Event: Event{Outcome: ReviewApproved}}
