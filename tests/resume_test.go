@@ -196,7 +196,7 @@ func TestResumeRecoversACrashedRun(t *testing.T) {
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	require.Equal(t, 137, resExit(t, cmd.Wait()), stderr.String())
-	require.True(t, resProcAlive(agent.PID), "the agent outlives the killed runr")
+	require.True(t, testenv.ProcessAlive(agent.PID), "the agent outlives the killed runr")
 
 	code, stdout, _ := resRunr(t, dir, nil, "status", "latest", "--json")
 	require.Equal(t, 0, code)
@@ -207,24 +207,13 @@ func TestResumeRecoversACrashedRun(t *testing.T) {
 	code, stdout, errOut := resRunr(t, dir, nil, "resume", "latest")
 	require.Equal(t, 0, code, "%s\n%s", stdout, errOut)
 	assert.Contains(t, errOut, "stopped the agent process group")
-	assert.False(t, resProcAlive(agent.PID), "the orphaned agent %d was stopped", agent.PID)
+	assert.False(t, testenv.ProcessAlive(agent.PID), "the orphaned agent %d was stopped", agent.PID)
 	st := resReadState(t, dir)
 	assert.Equal(t, "complete", st.StopReason.Code)
 	assert.Equal(t, "stopped", st.Milestones[0].Attempts[0].Outcome, "the attempt the crash cut short")
 	types := resTimeline(t, dir)
 	assert.Contains(t, types, "crash_detected")
 	assert.Contains(t, types, "crash_recovered")
-}
-
-// resProcAlive reads /proc: a process that is gone or a zombie is not alive.
-func resProcAlive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
 func TestResumeOfALiveRunIsRefused(t *testing.T) {

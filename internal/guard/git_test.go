@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/runr-dev/runr/tests/testenv"
 )
 
 func TestRepositoryInfo(t *testing.T) {
@@ -130,7 +132,7 @@ func TestGitCancelStopsItsGroup(t *testing.T) {
 		t.Fatal("a cancelled git did not return")
 	}
 	assert.Less(t, time.Since(start), gitKillGrace, "the hook ended with SIGTERM, without waiting for SIGKILL")
-	for running(pid) {
+	for testenv.ProcessAlive(pid) {
 		require.True(t, time.Now().Before(deadline), "the hook's child %d outlived the cancelled git", pid)
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -144,21 +146,4 @@ func TestGitMissing(t *testing.T) {
 	_, err := TopLevel(context.Background(), dir)
 	require.ErrorIs(t, err, ErrGitMissing)
 	assert.Contains(t, err.Error(), "install git")
-}
-
-// running says whether pid runs; a zombie waiting for its reaper counts as
-// gone.
-func running(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return true // no /proc (macOS): signal 0 is all there is
-	}
-	s := string(stat)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
-	}
-	return true
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopconditions"
+	"github.com/runr-dev/runr/tests/testenv"
 )
 
 func writeScript(t *testing.T, dir, name, body string) {
@@ -164,27 +165,11 @@ func waitFile(t *testing.T, path string) {
 func assertGone(t *testing.T, pid int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for processAlive(pid) {
+	for testenv.ProcessAlive(pid) {
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			t.Fatalf("process %d outlived its script", pid)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-func processAlive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return true // no /proc (macOS): signal 0 is all there is
-	}
-	// The state follows the command name, which is in parentheses.
-	s := string(stat)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
-	}
-	return true
 }
