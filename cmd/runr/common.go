@@ -31,7 +31,7 @@ func repoRoot() (string, error) {
 
 // openStore opens the run store: --home, else RUNR_HOME, else the git
 // common dir's runr/ of the repository around the working directory.
-func openStore(io *IOStreams, g *GlobalOptions) (*state.Store, error) {
+func openStore(io *IOStreams, g *GlobalOptions, open func(string) (*state.Store, error)) (*state.Store, error) {
 	home := g.Home
 	if home == "" {
 		home = lookupEnv(io.Environ, "RUNR_HOME")
@@ -48,7 +48,7 @@ func openStore(io *IOStreams, g *GlobalOptions) (*state.Store, error) {
 	} else if abs, err := filepath.Abs(home); err == nil {
 		home = abs
 	}
-	return state.Open(home)
+	return open(home)
 }
 
 // defaultHome is the run store of the git repository containing dir, or

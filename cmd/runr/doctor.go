@@ -25,7 +25,7 @@ type DoctorOptions struct {
 // NewCmdDoctor builds `runr doctor`; runF, when a test passes one, gets the
 // parsed options instead of doctorRun or doctorEnv.
 func NewCmdDoctor(f *Factory, runF func(*DoctorOptions) error) *cobra.Command {
-	opts := &DoctorOptions{IO: f.IO, Global: f.Global, Store: f.Store}
+	opts := &DoctorOptions{IO: f.IO, Global: f.Global, Store: f.StoreRead}
 	cmd := &cobra.Command{
 		Use:   "doctor [<id>|latest]",
 		Short: "Explain why a run stopped and what to do next, or check the environment",

@@ -24,11 +24,15 @@ type Factory struct {
 	// Store opens the run store: --home, else RUNR_HOME, else the git
 	// common dir's runr/ of the repository around the working directory.
 	Store func() (*state.Store, error)
+	// StoreRead opens the same store for reading only (status, doctor of
+	// a run), so that a read-only store can still be inspected.
+	StoreRead func() (*state.Store, error)
 }
 
 // NewFactory is the factory of the runr process with streams io.
 func NewFactory(io *IOStreams) *Factory {
 	f := &Factory{IO: io, Global: &GlobalOptions{}, Version: runrVersion(), RepoRoot: repoRoot}
-	f.Store = func() (*state.Store, error) { return openStore(io, f.Global) }
+	f.Store = func() (*state.Store, error) { return openStore(io, f.Global, state.Open) }
+	f.StoreRead = func() (*state.Store, error) { return openStore(io, f.Global, state.OpenRead) }
 	return f
 }

@@ -23,7 +23,7 @@ type StatusOptions struct {
 // NewCmdStatus builds `runr status`; runF, when a test passes one, gets the
 // parsed options instead of statusRun.
 func NewCmdStatus(f *Factory, runF func(*StatusOptions) error) *cobra.Command {
-	opts := &StatusOptions{IO: f.IO, Store: f.Store}
+	opts := &StatusOptions{IO: f.IO, Store: f.StoreRead}
 	cmd := &cobra.Command{
 		Use:   "status [<id>|latest]",
 		Short: "Show runs at a glance, or one run in detail",
@@ -35,6 +35,10 @@ rule is to firing.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
+				// `runr status ''` is a mistake, not a request for the list.
+				if err := state.CheckRef(args[0]); err != nil {
+					return err
+				}
 				opts.Ref = args[0]
 			}
 			if runF != nil {
@@ -97,6 +101,7 @@ func statusRun(opts *StatusOptions) error {
 	if err != nil {
 		return err
 	}
+	store.Sweep(time.Now())
 	if opts.Ref != "" {
 		return statusOne(opts, store)
 	}

@@ -12,10 +12,15 @@ import (
 // directory (rename is atomic only within one file system), syncs it, renames
 // it over path and syncs the directory so the rename itself is durable.
 // An interrupted write leaves a ".tmp-" file behind and path untouched.
+// A symlink at path is state_corrupt: the rename would only replace it, but
+// a store file that is a symlink means someone else has been writing there.
 func WriteAtomic(path string, data []byte) error {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
+	}
+	if err := checkNotSymlink(path); err != nil {
+		return err
 	}
 	f, err := os.CreateTemp(dir, tempPrefix+base+"-")
 	if err != nil {

@@ -36,7 +36,7 @@ func parseCount(t *testing.T, line, prefix string) int {
 // the last one the process reported saved, and never go backwards.
 func TestSaveSurvivesSIGKILL(t *testing.T) {
 	s, st := newRun(t)
-	st.Phase = "phase-0" // the helper names the phase after the tick
+	st.LastErrorSignature = "sig-0" // the helper names the signature after the tick
 	require.NoError(t, s.Save(st))
 	path := s.StatePath(st.RunID)
 	const trials = 60
@@ -59,7 +59,7 @@ func TestSaveSurvivesSIGKILL(t *testing.T) {
 		require.NoError(t, err, "trial %d: state.json unreadable after SIGKILL", trial)
 		require.GreaterOrEqual(t, got.Tick, reported, "trial %d: a reported save was lost", trial)
 		require.GreaterOrEqual(t, got.Tick, prev, "trial %d: tick went backwards", trial)
-		assert.Equal(t, "phase-"+strconv.Itoa(got.Tick), got.Phase, "trial %d: fields from different saves", trial)
+		assert.Equal(t, "sig-"+strconv.Itoa(got.Tick), got.LastErrorSignature, "trial %d: fields from different saves", trial)
 		prev = got.Tick
 	}
 	require.Positive(t, saves)

@@ -53,7 +53,7 @@ func runHelper(mode, home, id string) error {
 		fmt.Printf("ready %d\n", st.Tick)
 		for {
 			st.Tick++
-			st.Phase = fmt.Sprintf("phase-%d", st.Tick)
+			st.LastErrorSignature = fmt.Sprintf("sig-%d", st.Tick)
 			if err := s.Save(st); err != nil {
 				return err
 			}

@@ -2,10 +2,13 @@ package state
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -30,6 +33,7 @@ type Lock struct {
 
 	mu   sync.Mutex
 	fl   *flock.Flock
+	info *os.File // the same file, for writing the holder's info
 	path string
 }
 
@@ -50,31 +54,70 @@ func (s *Store) Acquire(id string) (*Lock, error) {
 	path := s.lockPath(id)
 	// The lock file is opened read-write so the same path can carry the
 	// holder's info. It is never renamed or removed: a process that opened
-	// the old inode would then lock a file nobody else looks at.
-	fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(0o644))
+	// the old inode would then lock a file nobody else looks at. Its
+	// descriptors are close-on-exec (os.OpenFile's O_CLOEXEC), so no agent
+	// process inherits the lock and keeps a dead runr's run "running"; and
+	// O_NOFOLLOW, so a symlink planted in its place is never written through.
+	fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW), flock.SetPermissions(0o644))
 	ok, err := tryLock(fl)
 	if err != nil {
+		if isSymlinkErr(err) {
+			return nil, symlinkError(path)
+		}
 		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "lock run %s (%s)", id, path)
 	}
 	if !ok {
 		return nil, lockedError(id, readLockInfo(path))
+	}
+	info, err := openLockInfo(fl, path)
+	if err != nil {
+		fl.Unlock()
+		return nil, err
 	}
 	host, _ := os.Hostname()
 	l := &Lock{
 		RunID: id,
 		Info:  LockInfo{PID: os.Getpid(), Host: host, StartedAt: time.Now().UTC()},
 		fl:    fl,
+		info:  info,
 		path:  path,
 	}
 	data, err := json.Marshal(l.Info)
 	if err == nil {
-		err = os.WriteFile(path, append(data, '\n'), 0o644)
+		err = info.Truncate(0)
+	}
+	if err == nil {
+		_, err = info.WriteAt(append(data, '\n'), 0)
 	}
 	if err != nil {
+		info.Close()
 		fl.Unlock()
 		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "write lock info to %s", path)
 	}
+	// Holding the lock, this process is the only writer of the run: what
+	// an earlier runr killed in the middle of a write left is garbage now.
+	s.removeRunTemps(id)
 	return l, nil
+}
+
+// openLockInfo opens the locked file a second time, for writing the
+// holder's info, and makes sure it is the very file fl locked.
+func openLockInfo(fl *flock.Flock, path string) (*os.File, error) {
+	f, err := openNoFollow(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, wrapIO(err, "open lock %s", path)
+	}
+	locked, err1 := fl.Stat()
+	opened, err2 := f.Stat()
+	if err := errors.Join(err1, err2); err != nil {
+		f.Close()
+		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "open lock %s", path)
+	}
+	if !os.SameFile(locked, opened) {
+		f.Close()
+		return nil, stopreasons.Errorf(stopreasons.StateCorrupt, "lock %s was replaced while runr took it; remove it and try again", path)
+	}
+	return f, nil
 }
 
 // probeWindow is how long Acquire keeps trying a lock it found taken. A
@@ -118,7 +161,7 @@ func lockedError(id string, info LockInfo) error {
 // instant may be empty, which gives a zero LockInfo rather than an error.
 func readLockInfo(path string) LockInfo {
 	var info LockInfo
-	if data, err := os.ReadFile(path); err == nil {
+	if data, err := readFileNoFollow(path); err == nil {
 		_ = json.Unmarshal(data, &info)
 	}
 	return info
@@ -133,7 +176,8 @@ func (l *Lock) Release() error {
 		return nil
 	}
 	// Emptied while still held, so no later reader takes stale info for a holder.
-	truncErr := os.Truncate(l.path, 0)
+	truncErr := l.info.Truncate(0)
+	l.info.Close()
 	if err := l.fl.Unlock(); err != nil {
 		return stopreasons.Wrap(stopreasons.InternalError, err, "release lock %s", l.path)
 	}
@@ -153,19 +197,24 @@ func (s *Store) Locked(id string) (bool, LockInfo, error) {
 		return false, LockInfo{}, err
 	}
 	path := s.lockPath(id)
-	if _, err := os.Stat(path); err != nil {
+	if fi, err := os.Lstat(path); err != nil {
 		if os.IsNotExist(err) {
 			return false, LockInfo{}, nil
 		}
 		return false, LockInfo{}, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "check lock %s", path)
+	} else if fi.Mode()&fs.ModeSymlink != 0 {
+		return false, LockInfo{}, symlinkError(path)
 	}
 	// Opened without O_CREATE so a probe never creates a lock file (in a
 	// run directory that was removed meanwhile, for instance).
-	fl := flock.New(path, flock.SetFlag(os.O_RDONLY))
+	fl := flock.New(path, flock.SetFlag(os.O_RDONLY|syscall.O_NOFOLLOW))
 	ok, err := fl.TryRLock()
 	if err != nil {
 		if os.IsNotExist(err) {
 			return false, LockInfo{}, nil
+		}
+		if isSymlinkErr(err) {
+			return false, LockInfo{}, symlinkError(path)
 		}
 		return false, LockInfo{}, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "check lock %s", path)
 	}

@@ -18,7 +18,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
@@ -30,10 +33,12 @@ const (
 	worktreesDir  = "worktrees"
 	logsDir       = "logs"
 	stateFile     = "state.json"
+	configFile    = "config.json"
 	timelineFile  = "timeline.jsonl"
 	lockFile      = "lock"
 	stopFile      = "stop-request"
 	tempPrefix    = ".tmp-"
+	creatingDir   = ".creating-"
 	runIDTimeForm = "20060102T150405Z"
 )
 
@@ -76,6 +81,17 @@ func Open(home string) (*Store, error) {
 	probe.Close()
 	if err := os.Remove(probe.Name()); err != nil {
 		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "run store %s: remove probe file", abs)
+	}
+	return &Store{Home: abs}, nil
+}
+
+// OpenRead opens the store at home for reading only (status, doctor of a
+// run): it creates nothing and does not ask for write permission, so a
+// read-only store, or one on a read-only mount, can still be inspected.
+func OpenRead(home string) (*Store, error) {
+	abs, err := filepath.Abs(home)
+	if err != nil {
+		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "run store %s", home)
 	}
 	return &Store{Home: abs}, nil
 }
@@ -125,8 +141,22 @@ func checkID(id string) error {
 	if ValidRunID(id) {
 		return nil
 	}
+	if id == "" {
+		return stopreasons.Errorf(stopreasons.UsageError,
+			"the run id is empty: give an id like 20261121T230017Z-3f9a1c, or %q; `runr status` lists the runs", Latest)
+	}
 	return stopreasons.Errorf(stopreasons.UsageError,
 		"%q is not a run id: an id looks like 20261121T230017Z-3f9a1c, or use %q; `runr status` lists the runs", id, Latest)
+}
+
+// CheckRef returns usage_error unless ref is "latest" or has the form of a
+// run id. An empty ref is an error too: `runr status ''` is a mistake, not
+// a request for the list.
+func CheckRef(ref string) error {
+	if ref == Latest {
+		return nil
+	}
+	return checkID(ref)
 }
 
 // Resolve turns a run reference (an id or "latest") into the id of an
@@ -152,12 +182,15 @@ func (s *Store) Resolve(ref string) (string, error) {
 	return ref, nil
 }
 
-// mustExist returns run_not_found unless the run directory of a valid id exists.
+// mustExist returns run_not_found unless the run directory of a valid id
+// exists; a symlink in its place is state_corrupt.
 func (s *Store) mustExist(id string) error {
-	fi, err := os.Stat(s.RunDir(id))
+	fi, err := os.Lstat(s.RunDir(id))
 	switch {
 	case err == nil && fi.IsDir():
 		return nil
+	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
+		return symlinkError(s.RunDir(id))
 	case err == nil || errors.Is(err, fs.ErrNotExist):
 		return stopreasons.Errorf(stopreasons.RunNotFound,
 			"no run %s in %s; `runr status` lists the runs", id, s.Home)
@@ -211,7 +244,7 @@ func idSecond(id string) string {
 
 // createdAt reads a run's created_at; an unreadable state sorts first.
 func (s *Store) createdAt(id string) time.Time {
-	b, err := os.ReadFile(s.StatePath(id))
+	b, err := readFileNoFollow(s.StatePath(id))
 	if err != nil {
 		return time.Time{}
 	}
@@ -238,27 +271,104 @@ func (s *Store) StatePath(id string) string {
 	return filepath.Join(s.RunDir(id), stateFile)
 }
 
-// Create makes the directory of a new run and writes its first state.json.
+// Create makes a new run with st as its first state.json (CreateRun
+// without a config.json).
+func (s *Store) Create(st *State) error { return s.CreateRun(st, nil) }
+
+// CreateRun makes the directory of a new run holding its first state.json
+// and, unless config is nil, config.json (the settings the run starts
+// with). The run appears whole or not at all: it is built under a hidden
+// name in runs/ (.creating-<id>-<pid>, which List never shows), synced,
+// then renamed into place, so a runr killed at any instant leaves either no
+// run or a complete one; a leftover hidden directory is removed by Sweep.
 // It refuses an id that already exists rather than overwrite a run.
-func (s *Store) Create(st *State) error {
+func (s *Store) CreateRun(st *State, config any) error {
 	if err := checkID(st.RunID); err != nil {
 		return err
 	}
+	runs := filepath.Join(s.Home, runsDir)
 	dir := s.RunDir(st.RunID)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return stopreasons.Errorf(stopreasons.InternalError, "run directory %s already exists", dir)
-		}
-		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err,
-			"create run directory in %s; make the run store writable or choose another with --home", s.Home)
-	}
-	if err := os.Mkdir(filepath.Join(dir, logsDir), 0o755); err != nil {
-		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "create log directory of run %s", st.RunID)
+	if _, err := os.Lstat(dir); err == nil {
+		return stopreasons.Errorf(stopreasons.InternalError, "run directory %s already exists", dir)
 	}
 	if st.CreatedAt.IsZero() {
 		st.CreatedAt = time.Now().UTC()
 	}
-	return s.Save(st)
+	st.SchemaVersion = SchemaVersion
+	st.UpdatedAt = time.Now().UTC()
+	files := []struct {
+		name string
+		v    any
+	}{{stateFile, st}}
+	if config != nil {
+		files = append(files, struct {
+			name string
+			v    any
+		}{configFile, config})
+	}
+	tmp := filepath.Join(runs, fmt.Sprintf("%s%s-%d", creatingDir, st.RunID, os.Getpid()))
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err,
+			"create run directory in %s; make the run store writable or choose another with --home", s.Home)
+	}
+	done := false
+	defer func() {
+		if !done {
+			os.RemoveAll(tmp)
+		}
+	}()
+	if err := os.Mkdir(filepath.Join(tmp, logsDir), 0o755); err != nil {
+		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "create log directory of run %s", st.RunID)
+	}
+	for _, f := range files {
+		data, err := json.MarshalIndent(f.v, "", "  ")
+		if err != nil {
+			return stopreasons.Wrap(stopreasons.InternalError, err, "encode %s of run %s", f.name, st.RunID)
+		}
+		if err := writeNew(filepath.Join(tmp, f.name), append(data, '\n')); err != nil {
+			return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "create run %s", st.RunID)
+		}
+	}
+	if err := syncDir(tmp); err != nil {
+		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "create run %s", st.RunID)
+	}
+	if err := renameNoReplace(tmp, dir); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return stopreasons.Errorf(stopreasons.InternalError, "run directory %s already exists", dir)
+		}
+		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "create run %s", st.RunID)
+	}
+	done = true
+	if err := syncDir(runs); err != nil {
+		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "create run %s", st.RunID)
+	}
+	return nil
+}
+
+// writeNew creates path, which must not exist, with data, and syncs it.
+func writeNew(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	serr := f.Sync()
+	return errors.Join(werr, serr, f.Close())
+}
+
+// renameNoReplace renames a directory to path unless path exists: two runs
+// never share a directory, even when an id were to repeat.
+func renameNoReplace(from, to string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+		// A file system without RENAME_NOREPLACE: rename(2) replaces
+		// only an empty directory, and CreateRun looked first.
+		return os.Rename(from, to)
+	}
+	if err != nil {
+		return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
+	}
+	return nil
 }
 
 // Save stamps UpdatedAt and the schema version and replaces state.json
@@ -275,7 +385,7 @@ func (s *Store) Save(st *State) error {
 	}
 	path := s.StatePath(st.RunID)
 	if err := WriteAtomic(path, append(data, '\n')); err != nil {
-		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "save %s", path)
+		return wrapIO(err, "save %s", path)
 	}
 	return nil
 }
@@ -296,8 +406,11 @@ func (s *Store) Load(id string) (*State, error) {
 // file is left exactly as it is, for a person to inspect. Unknown fields are
 // ignored.
 func LoadFile(path string) (*State, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFileNoFollow(path)
 	if err != nil {
+		if stopreasons.CodeOf(err) == stopreasons.StateCorrupt {
+			return nil, err
+		}
 		return nil, stopreasons.Wrap(stopreasons.StateCorrupt, err, "cannot read run state %s", path)
 	}
 	var head struct {
@@ -319,6 +432,10 @@ func LoadFile(path string) (*State, error) {
 		return nil, stopreasons.Errorf(stopreasons.StateCorrupt,
 			"run state %s has no run_id (left untouched); inspect or remove the run", path)
 	}
+	if problem := st.impossible(); problem != "" {
+		return nil, stopreasons.Errorf(stopreasons.StateCorrupt,
+			"%s: %s (left untouched); inspect or remove the run", path, problem)
+	}
 	return &st, nil
 }
 
@@ -337,7 +454,7 @@ func (s *Store) WriteJSON(id, name string, v any) error {
 	}
 	path := filepath.Join(s.RunDir(id), name)
 	if err := WriteAtomic(path, append(data, '\n')); err != nil {
-		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "write %s", path)
+		return wrapIO(err, "write %s", path)
 	}
 	return nil
 }
@@ -377,4 +494,15 @@ func (s *Store) DisplayStatus(st *State) string {
 		return st.RunStatus
 	}
 	return stopreasons.RunCrashed
+}
+
+// wrapIO wraps an error of writing a store file: environment_invalid, unless
+// it already carries a reason (a symlink in the file's place is
+// state_corrupt).
+func wrapIO(err error, format string, args ...any) error {
+	var e *stopreasons.Error
+	if errors.As(err, &e) {
+		return stopreasons.Wrap(e.Code, err, format, args...)
+	}
+	return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, format, args...)
 }

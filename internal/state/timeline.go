@@ -42,9 +42,11 @@ func (s *Store) OpenTimeline(id string) (*Timeline, error) {
 		return nil, err
 	}
 	path := s.TimelinePath(id)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+	// Not following a symlink: cutting a damaged tail off would otherwise
+	// truncate whatever file a planted link points to.
+	f, err := openNoFollow(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "open timeline %s", path)
+		return nil, wrapIO(err, "open timeline %s", path)
 	}
 	seq, end, err := lastEvent(f)
 	if err == nil {

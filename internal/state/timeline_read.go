@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/runr-dev/runr/internal/stopreasons"
@@ -63,10 +64,10 @@ type TimelineReader struct {
 
 // OpenTimelineReader opens the timeline at path for reading. A line longer
 // than maxLine bytes is skipped with ErrLineTooLong rather than held
-// (maxLine 0: no bound). The error is os.Open's, so a missing file is
-// fs.ErrNotExist.
+// (maxLine 0: no bound). The error is os.OpenFile's, so a missing file is
+// fs.ErrNotExist; a symlink is not followed (syscall.ELOOP).
 func OpenTimelineReader(path string, maxLine int) (*TimelineReader, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, err
 	}

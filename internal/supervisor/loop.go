@@ -3,7 +3,6 @@ package supervisor
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"go.uber.org/zap"
@@ -289,7 +288,7 @@ func (s *Supervisor) report(event, msg string) {
 
 // newLogger writes runr's own debug log as JSON lines into the run dir.
 func newLogger(path string) *zap.Logger {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := state.OpenAppendNoFollow(path)
 	if err != nil {
 		return zap.NewNop()
 	}

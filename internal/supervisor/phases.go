@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -91,6 +90,9 @@ func (s *Supervisor) runProcess(ctx context.Context, phase string, spec worker.S
 		// started: it is not started, and interrupted names the stop.
 		return worker.Result{Canceled: true}, nil
 	}
+	if err := state.CheckNoSymlink(spec.LogPath); err != nil {
+		return worker.Result{}, err
+	}
 	spec.KillNow = s.killNow
 	if spec.KillGrace == 0 {
 		spec.KillGrace = s.cfg.Agent.KillGrace
@@ -161,10 +163,7 @@ func (s *Supervisor) implement(ctx context.Context) result {
 	st.Iteration++
 	prompt := BuildPrompt(st, s.cfg.Agent.CompletionPromise)
 	promptFile := filepath.Join(s.store.RunDir(st.RunID), "prompts", fmt.Sprintf("tick-%04d.md", st.Tick))
-	if err := os.MkdirAll(filepath.Dir(promptFile), 0o755); err != nil {
-		return fault(err)
-	}
-	if err := os.WriteFile(promptFile, []byte(prompt), 0o644); err != nil {
+	if err := state.WriteFileNoFollow(promptFile, []byte(prompt)); err != nil {
 		return fault(err)
 	}
 	req := s.request(prompt)
@@ -685,7 +684,7 @@ func (s *Supervisor) closeAttempt(outcome string, retry bool, signature, errText
 }
 
 func appendLog(path, text string) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := state.OpenAppendNoFollow(path)
 	if err != nil {
 		return
 	}

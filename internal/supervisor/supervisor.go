@@ -127,7 +127,7 @@ func (s *Supervisor) Start(ctx context.Context) (*state.State, error) {
 		Resumable:     true,
 	}
 	st.Statistics = statistics(st)
-	if err := s.store.Create(st); err != nil {
+	if err := s.store.CreateRun(st, s.cfg.Raw); err != nil {
 		return nil, err
 	}
 	s.st = st
@@ -138,9 +138,6 @@ func (s *Supervisor) Start(ctx context.Context) (*state.State, error) {
 	s.lock = lock
 	defer s.release()
 	if err := s.openRunFiles(); err != nil {
-		return st, err
-	}
-	if err := s.store.WriteJSON(id, "config.json", s.cfg.Raw); err != nil {
 		return st, err
 	}
 	s.event("run_started", map[string]any{"repo": s.o.Repo, "milestones": len(milestones), "task_file": s.o.TaskFile})

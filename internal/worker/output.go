@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,7 +29,8 @@ type sink struct {
 func newSink(logPath string, tailBytes int) (*sink, error) {
 	s := &sink{logPath: logPath, ring: ring{buf: make([]byte, tailBytes)}, base: time.Now()}
 	if logPath != "" {
-		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		// O_NOFOLLOW: a symlink planted at the log path is refused, not written through.
+		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o644)
 		if err != nil {
 			return nil, fmt.Errorf("open log: %w; check that its directory exists and is writable", err)
 		}

@@ -1,0 +1,89 @@
+package state
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// phases are the values state.json's phase and resume_from.phase may take.
+var phases = []string{PhaseImplement, PhaseVerify, PhaseReview, PhaseCheckpoint, PhaseFinalize, PhaseStopped}
+
+// runStatuses are the values run_status may take ("crashed" is only ever
+// shown, never stored, but a file that says so is still understood).
+var runStatuses = []string{stopreasons.RunRunning, stopreasons.RunCompleted, stopreasons.RunFailed,
+	stopreasons.RunStopped, stopreasons.RunCrashed}
+
+var milestoneStatuses = []string{MilestonePending, MilestoneInProgress, MilestoneApproved, MilestoneFailed, MilestoneRejected}
+
+// impossible names the first field of st that no runr could have written
+// (a milestone index past the milestones, a negative counter, an unknown
+// phase), or returns "". Such a state would be shown or resumed as
+// something it is not: a run on milestone 99 of 3 reported complete.
+func (st *State) impossible() string {
+	n := len(st.Milestones)
+	// The index reaches len(milestones) once the last one is approved.
+	if st.MilestoneIndex < 0 || st.MilestoneIndex > n {
+		return fmt.Sprintf("milestone_index %d is beyond the %d milestones", st.MilestoneIndex, n)
+	}
+	if st.Phase != "" && !slices.Contains(phases, st.Phase) {
+		return fmt.Sprintf("phase %q is not a phase (one of %v)", st.Phase, phases)
+	}
+	if st.RunStatus != "" && !slices.Contains(runStatuses, st.RunStatus) {
+		return fmt.Sprintf("run_status %q is not a run status (one of %v)", st.RunStatus, runStatuses)
+	}
+	if r := st.ResumeFrom; r != nil {
+		if r.Milestone < 1 || r.Milestone > max(n, 1) {
+			return fmt.Sprintf("resume_from.milestone %d is outside the milestones 1..%d", r.Milestone, n)
+		}
+		if r.Phase != "" && !slices.Contains(phases, r.Phase) {
+			return fmt.Sprintf("resume_from.phase %q is not a phase (one of %v)", r.Phase, phases)
+		}
+	}
+	type count struct {
+		name string
+		v    int64
+	}
+	counts := []count{
+		{"tick", int64(st.Tick)},
+		{"iteration", int64(st.Iteration)},
+		{"elapsed_ms", st.ElapsedMS},
+		{"last_progress_tick", int64(st.LastProgressTick)},
+		{"budget.time_ms", st.Budget.TimeMS},
+		{"budget.max_ticks", int64(st.Budget.MaxTicks)},
+		{"budget.max_iterations", int64(st.Budget.MaxIterations)},
+		{"budget.max_tokens", st.Budget.MaxTokens},
+		{"counters.consecutive_fails", int64(st.Counters.ConsecutiveFails)},
+		{"counters.same_error", int64(st.Counters.SameError)},
+		{"counters.noop", int64(st.Counters.Noop)},
+		{"counters.no_progress", int64(st.Counters.NoProgress)},
+		{"counters.test_failure_streak", int64(st.Counters.TestFailStreak)},
+		{"counters.attempts", int64(st.Counters.Attempts)},
+		{"usage.input_tokens", st.Usage.InputTokens},
+		{"usage.output_tokens", st.Usage.OutputTokens},
+		{"auto_resume.count", int64(st.AutoResume.Count)},
+	}
+	for _, k := range slices.Sorted(maps.Keys(st.Counters.Edges)) {
+		counts = append(counts, count{"counters.edges." + k, int64(st.Counters.Edges[k])})
+	}
+	for i, m := range st.Milestones {
+		if !slices.Contains(milestoneStatuses, m.Status) && m.Status != "" {
+			return fmt.Sprintf("milestones[%d].status %q is not a milestone status (one of %v)", i, m.Status, milestoneStatuses)
+		}
+		counts = append(counts, count{fmt.Sprintf("milestones[%d].retries", i), int64(m.Retries)})
+	}
+	for _, c := range counts {
+		if c.v < 0 {
+			return fmt.Sprintf("%s %d is negative", c.name, c.v)
+		}
+	}
+	if st.Budget.MaxCostUSD < 0 {
+		return fmt.Sprintf("budget.max_cost_usd %g is negative", st.Budget.MaxCostUSD)
+	}
+	if st.Usage.CostUSD < 0 {
+		return fmt.Sprintf("usage.cost_usd %g is negative", st.Usage.CostUSD)
+	}
+	return ""
+}
