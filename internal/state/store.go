@@ -150,7 +150,7 @@ func checkID(id string) error {
 }
 
 // CheckRef returns usage_error unless ref is "latest" or has the form of a
-// run id. An empty ref is an error too: `runr status ''` is a mistake, not
+// run id. An empty ref is an error too: `runr status ”` is a mistake, not
 // a request for the list.
 func CheckRef(ref string) error {
 	if ref == Latest {

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"syscall"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
