@@ -150,8 +150,8 @@ func checkID(id string) error {
 }
 
 // CheckRef returns usage_error unless ref is "latest" or has the form of a
-// run id. An empty ref is an error too: `runr status ”` is a mistake, not
-// a request for the list.
+// run id. An empty ref is an error too: an empty argument to `runr status`
+// is a mistake, not a request for the list.
 func CheckRef(ref string) error {
 	if ref == Latest {
 		return nil
