@@ -165,7 +165,8 @@ func (s *Supervisor) Continue(ctx context.Context, st *state.State) (*state.Stat
 	}
 	defer s.release()
 	if err := s.openRunFiles(); err != nil {
-		return st, err
+		// Not st: its stop reason is the earlier one, not this failure.
+		return nil, err
 	}
 	st.RunStatus = stopreasons.RunRunning
 	st.StopReason = nil
