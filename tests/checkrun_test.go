@@ -40,6 +40,9 @@ func latestRunDir(repo string) (string, error) {
 	// one second do not sort by creation.
 	best, bestAt := "", ""
 	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue // a run being created, or a temporary file: not a run
+		}
 		b, _ := os.ReadFile(filepath.Join(runs, e.Name(), "state.json"))
 		var st struct {
 			CreatedAt string `json:"created_at"`
