@@ -24,6 +24,7 @@ type stop struct {
 }
 
 func internalStop(err error) *stop {
+	err = environmentError(err, "")
 	code := stopreasons.CodeOf(err)
 	return &stop{Stop: stopreasons.Stop{Code: code, Message: err.Error()}}
 }
@@ -70,7 +71,7 @@ func (s *Supervisor) ticks(ctx context.Context) *stop {
 		st.Tick++
 		phase := st.Phase
 		s.report("tick", "")
-		res := s.tick(ctx, Phase(phase))
+		res := s.lostDir(s.tick(ctx, Phase(phase)))
 		if sp := s.apply(Phase(phase), res); sp != nil {
 			// A stop inside the tick still records how close every rule
 			// was after it.
