@@ -189,6 +189,19 @@ func (s *Supervisor) StopWaiting(st *state.State, code stopreasons.Code, message
 	return s.finish(&stop{Stop: stopreasons.Stop{Code: code, Condition: "signal", Message: message}})
 }
 
+// Fail records err, a failure of a continuation of the run outside a tick
+// (an automatic resume that could not be planned), as the run's stop, the
+// way every stop is recorded; its code is the error's. The caller holds the
+// run's lock and keeps it.
+func (s *Supervisor) Fail(st *state.State, err error) (*state.State, error) {
+	s.st = st
+	s.baseMS = st.ElapsedMS
+	defer s.release()
+	// Without its timeline the stop is still recorded in state.json.
+	_ = s.openRunFiles()
+	return s.finish(internalStop(err))
+}
+
 // withContext is the stop with the evidence every stop carries filled in
 // where the deciding step left it out: the milestone, and the last failing
 // command with its signature.

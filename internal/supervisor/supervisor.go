@@ -169,7 +169,12 @@ func (s *Supervisor) Continue(ctx context.Context, st *state.State) (*state.Stat
 	}
 	defer s.release()
 	if err := s.openRunFiles(); err != nil {
-		return st, err
+		// The resume's own failure is the run's stop now, not the one it
+		// set out to resume from.
+		return s.finish(internalStop(err))
+	}
+	if err := s.stopLeftovers(); err != nil {
+		return s.finish(internalStop(err))
 	}
 	st.RunStatus = stopreasons.RunRunning
 	st.StopReason = nil
