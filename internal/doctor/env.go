@@ -247,6 +247,29 @@ var shellBuiltins = map[string]bool{
 	"readonly": true, "return": true, "set": true, "shift": true, "source": true, "test": true,
 	"time": true, "times": true, "trap": true, "true": true, "type": true, "ulimit": true,
 	"umask": true, "unset": true, "until": true, "wait": true, "while": true,
+	"do": true, "done": true, "then": true, "else": true, "elif": true, "fi": true, "esac": true,
+	"function": true, "select": true, "let": true, "declare": true, "typeset": true, "getopts": true,
+	"hash": true, "builtin": true, "shopt": true,
+}
+
+// CommandProgram is the program a `sh -c` command line starts, when that can
+// be told without a shell: the first word after any VAR=value assignments,
+// unless it is a shell builtin or keyword or holds what the shell would
+// expand or interpret ($, quotes, globs, redirections, ...). "" otherwise:
+// such a command is left to the shell.
+func CommandProgram(cmd string) string {
+	_, raw, rest := shellWord(cmd)
+	for {
+		name, _, ok := strings.Cut(raw, "=")
+		if !ok || !isShellName(name) {
+			break
+		}
+		_, raw, rest = shellWord(rest)
+	}
+	if raw == "" || shellBuiltins[raw] || strings.ContainsAny(raw, "$`'\"\\*?[]{}()<>|&;=~!#\n") {
+		return ""
+	}
+	return raw
 }
 
 func checkVerify(root string, environ []string, cfg *config.Config) Check {

@@ -363,3 +363,25 @@ func TestFirstProgram(t *testing.T) {
 		assert.Equal(t, want, firstProgram(cmd), cmd)
 	}
 }
+
+func TestCommandProgram(t *testing.T) {
+	tests := map[string]string{
+		"go test ./...":              "go",
+		"  make   check":             "make",
+		"CGO_ENABLED=0 go vet ./...": "go",
+		`FOO='a b' ./ci.sh -v`:       "./ci.sh",
+		"pytest>out.txt":             "",
+		"nosuchtool && echo ok":      "nosuchtool",
+		"cd web && npm test":         "",
+		"done":                       "",
+		`"./my tool" x`:              "",
+		"$GO test":                   "",
+		"./*.sh":                     "",
+		"X=$(a b) prog":              "",
+		"(cd x; make)":               "",
+		"":                           "",
+	}
+	for cmd, want := range tests {
+		assert.Equal(t, want, CommandProgram(cmd), cmd)
+	}
+}

@@ -125,7 +125,9 @@ func (r *Runner) autoResume(ctx context.Context, o supervisor.Options, lock *sta
 		RecordAuto(st, time.Now(), wait)
 		plan, err := Prepare(st, cfg, Request{}, false)
 		if err != nil {
-			return st, err
+			sup := supervisor.New(o)
+			sup.Lock(lock)
+			return sup.Fail(st, err)
 		}
 		sup := supervisor.New(o)
 		sup.Lock(lock)

@@ -23,6 +23,7 @@ type stop struct {
 }
 
 func internalStop(err error) *stop {
+	err = environmentError(err, "")
 	code := stopreasons.CodeOf(err)
 	return &stop{Stop: stopreasons.Stop{Code: code, Message: err.Error()}}
 }
@@ -69,7 +70,7 @@ func (s *Supervisor) ticks(ctx context.Context) *stop {
 		st.Tick++
 		phase := st.Phase
 		s.report("tick", "")
-		res := s.tick(ctx, Phase(phase))
+		res := s.lostDir(s.tick(ctx, Phase(phase)))
 		if sp := s.apply(Phase(phase), res); sp != nil {
 			// A stop inside the tick still records how close every rule
 			// was after it.
@@ -185,6 +186,19 @@ func (s *Supervisor) StopWaiting(st *state.State, code stopreasons.Code, message
 		return st, err
 	}
 	return s.finish(&stop{Stop: stopreasons.Stop{Code: code, Condition: "signal", Message: message}})
+}
+
+// Fail records err, a failure of a continuation of the run outside a tick
+// (an automatic resume that could not be planned), as the run's stop, the
+// way every stop is recorded; its code is the error's. The caller holds the
+// run's lock and keeps it.
+func (s *Supervisor) Fail(st *state.State, err error) (*state.State, error) {
+	s.st = st
+	s.baseMS = st.ElapsedMS
+	defer s.release()
+	// Without its timeline the stop is still recorded in state.json.
+	_ = s.openRunFiles()
+	return s.finish(internalStop(err))
 }
 
 // withContext is the stop with the evidence every stop carries filled in

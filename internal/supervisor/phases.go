@@ -97,15 +97,23 @@ func (s *Supervisor) runProcess(ctx context.Context, phase string, spec worker.S
 	if spec.KillGrace == 0 {
 		spec.KillGrace = s.cfg.Agent.KillGrace
 	}
-	spec.OnStart = func(p worker.Proc) {
+	spec.OnStart = func(p worker.Proc) error {
 		s.st.AgentProcess = &state.Process{PID: p.PID, PGID: p.PGID, StartTime: p.StartTime, StartedAt: p.StartedAt.UTC(), Phase: phase, Argv0: spec.Argv[0]}
 		s.event("process_started", map[string]any{"pid": p.PID, "pgid": p.PGID, "argv0": spec.Argv[0]})
+		// The process waits at its gate until this returns: unrecorded, a
+		// crash would leave it working beside the resume, so it does not
+		// run at all when the record cannot be written.
 		if err := s.save(); err != nil {
-			s.log.Warn("state save at process start failed", zap.Error(err))
+			s.log.Warn("state save at process start failed; the process is not run", zap.Error(err))
+			return err
 		}
+		return nil
 	}
 	res, err := worker.Run(ctx, spec)
 	s.st.AgentProcess = nil
+	if err != nil {
+		err = environmentError(err, s.dir)
+	}
 	if err == nil {
 		s.event("process_ended", map[string]any{"exit_code": res.ExitCode, "duration_ms": res.Duration.Milliseconds(), "bytes": res.Bytes,
 			"timed_out": res.TimedOut, "idle": res.Idle, "canceled": res.Canceled})

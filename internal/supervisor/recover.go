@@ -1,6 +1,9 @@
 package supervisor
 
 import (
+	"os"
+	"time"
+
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/worker"
@@ -26,17 +29,64 @@ func (s *Supervisor) RecoverCrash(st *state.State) (bool, error) {
 	tl.Append("crash_detected", st.Tick, st.Phase, detected)
 
 	stopped := false
+	recovered := map[string]any{}
 	if p := st.AgentProcess; p != nil {
 		stopped, err = worker.StopRecorded(worker.Proc{PID: p.PID, PGID: p.PGID, StartTime: p.StartTime}, s.cfg.Agent.KillGrace)
 		if err != nil {
 			return stopped, stopreasons.Wrap(stopreasons.InternalError, err,
 				"stop the agent process group left by the crashed runr of run %s", st.RunID)
 		}
+		if lost := s.lostCallTime(st, p, stopped); lost > 0 {
+			st.ElapsedMS += lost.Milliseconds()
+			recovered["elapsed_added_ms"] = lost.Milliseconds()
+		}
 	}
+	// What the group stop missed: the rest of a group whose leader had
+	// exited, a process that left its group, one started but not recorded.
+	left, err := worker.StopTagged("RUNR_RUN_ID="+st.RunID, s.cfg.Agent.KillGrace)
+	if err != nil {
+		return stopped, stopreasons.Wrap(stopreasons.InternalError, err, "stop the processes left by the crashed runr of run %s", st.RunID)
+	}
+	if len(left) > 0 {
+		stopped = true
+		recovered["tagged_pids"] = left
+	}
+	recovered["stopped_process"] = stopped
 	st.AgentProcess = nil
 	if err := s.store.Save(st); err != nil {
 		return stopped, err
 	}
-	tl.Append("crash_recovered", st.Tick, st.Phase, map[string]any{"stopped_process": stopped})
+	tl.Append("crash_recovered", st.Tick, st.Phase, recovered)
 	return stopped, nil
+}
+
+// lostCallTime is the part of the run's elapsed time that the crash kept
+// out of state.json: the call in flight, from its recorded start to its
+// end. A call still running at recovery (just stopped) ended now; else it
+// ended when it last wrote to its log, as far as anything tells.
+func (s *Supervisor) lostCallTime(st *state.State, p *state.Process, stillRunning bool) time.Duration {
+	if p.StartedAt.IsZero() {
+		return 0
+	}
+	end := p.StartedAt
+	if stillRunning {
+		end = s.o.Now()
+	} else if fi, err := os.Stat(s.store.LogPath(st.RunID, st.Tick, p.Phase)); err == nil && fi.ModTime().After(end) {
+		end = fi.ModTime()
+	}
+	return max(end.Sub(p.StartedAt), 0)
+}
+
+// stopLeftovers stops every process still carrying the run's RUNR_RUN_ID
+// (one that left its group, or outlived its call) before a resume starts
+// new ones, and records them in the timeline.
+func (s *Supervisor) stopLeftovers() error {
+	left, err := worker.StopTagged("RUNR_RUN_ID="+s.st.RunID, s.cfg.Agent.KillGrace)
+	if len(left) > 0 {
+		s.event("leftovers_stopped", map[string]any{"pids": left})
+	}
+	if err != nil {
+		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "stop the processes left by run %s", s.st.RunID)
+	}
+	return nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/doctor"
 	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopconditions"
@@ -165,8 +166,12 @@ func (s *Supervisor) Continue(ctx context.Context, st *state.State) (*state.Stat
 	}
 	defer s.release()
 	if err := s.openRunFiles(); err != nil {
-		// Not st: its stop reason is the earlier one, not this failure.
-		return nil, err
+		// The resume's own failure is the run's stop now, not the one it
+		// set out to resume from.
+		return s.finish(internalStop(err))
+	}
+	if err := s.stopLeftovers(); err != nil {
+		return s.finish(internalStop(err))
 	}
 	st.RunStatus = stopreasons.RunRunning
 	st.StopReason = nil
@@ -179,10 +184,27 @@ func (s *Supervisor) Continue(ctx context.Context, st *state.State) (*state.Stat
 		s.dir = st.Worktree
 	}
 	s.sessionID = st.Usage.AgentSessionID
+	if st.Tick == 0 {
+		// The run stopped before its first tick (in preflight, or a crash
+		// there): nothing of it ran, and the guard's base (HEAD, the
+		// baseline, the start changes) may never have been recorded. It
+		// starts as a fresh run would, with the base taken now.
+		if stop := s.preflight(ctx); stop != nil {
+			return s.finish(stop)
+		}
+		s.event("run_resumed", map[string]any{"milestone": st.MilestoneIndex + 1, "phase": st.Phase, "preflight": true})
+		return s.loop(ctx)
+	}
+	if stop := s.checkDir(); stop != nil {
+		return s.finish(stop)
+	}
 	if stop := s.checkScopeGlobs(); stop != nil {
 		return s.finish(stop)
 	}
 	if stop := s.prepareAgent(); stop != nil {
+		return s.finish(stop)
+	}
+	if stop := s.checkPrograms(); stop != nil {
 		return s.finish(stop)
 	}
 	if stop := s.claim(ctx); stop != nil {
@@ -190,6 +212,18 @@ func (s *Supervisor) Continue(ctx context.Context, st *state.State) (*state.Stat
 	}
 	s.event("run_resumed", map[string]any{"milestone": st.MilestoneIndex + 1, "phase": st.Phase})
 	return s.loop(ctx)
+}
+
+// checkDir refuses to go on in a working directory that is gone (a deleted
+// worktree): every process of the run would fail there. The state stays as
+// it is, resumable once the directory is back.
+func (s *Supervisor) checkDir() *stop {
+	if _, err := os.Stat(s.dir); err != nil {
+		return &stop{Stop: stopreasons.Stop{Code: stopreasons.EnvironmentInvalid,
+			Message: fmt.Sprintf("the run's working directory %s is gone (%v); restore it (for a worktree: git worktree add %s %s), then run `runr resume %s`",
+				s.dir, errors.Unwrap(err), s.dir, s.st.Branch, s.st.RunID)}}
+	}
+	return nil
 }
 
 // Lock hands the run's lock, taken by the caller (resume takes it before
@@ -265,14 +299,9 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 		}
 	}
 	if st.Flags.Worktree {
-		wt := filepath.Join(s.store.Home, "worktrees", st.RunID)
-		branch := "runr/" + st.RunID
-		if err := guard.AddWorktree(ctx, s.o.Repo, wt, branch); err != nil {
-			return &stop{Stop: stopreasons.Stop{Code: stopreasons.EnvironmentInvalid, Message: err.Error()}}
+		if stop := s.ensureWorktree(ctx); stop != nil {
+			return stop
 		}
-		st.Worktree, st.Branch = wt, branch
-		s.dir = wt
-		s.event("worktree_created", map[string]any{"path": wt, "branch": branch})
 	}
 	head, err := guard.Head(ctx, s.dir)
 	if err != nil {
@@ -283,6 +312,7 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 		return internalStop(err)
 	}
 	st.Baseline, st.GuardHead = base, head
+	st.StartChanges = nil
 	for p := range base {
 		st.StartChanges = append(st.StartChanges, p)
 	}
@@ -290,12 +320,8 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 		st.TreeHash = h
 	}
 	st.StartFiles = s.existingWatchedFiles()
-	r := s.cfg.Stop
-	for _, prog := range stopconditions.ScriptPrograms(r.Success, r.Failure, r.Conditions) {
-		if _, err := lookProgram(prog, s.dir, s.o.Environ); err != nil {
-			return &stop{Stop: stopreasons.Stop{Code: stopreasons.ConfigInvalid, Condition: "custom_script",
-				Message: fmt.Sprintf("custom_script %q cannot be run from %s: %v (fix the script path in runr.yaml, or make the file executable)", prog, s.dir, err)}}
-		}
+	if stop := s.checkPrograms(); stop != nil {
+		return stop
 	}
 	if stop := s.claim(ctx); stop != nil {
 		return stop
@@ -309,6 +335,53 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 	}
 	if err := s.save(); err != nil {
 		return internalStop(err)
+	}
+	return nil
+}
+
+// ensureWorktree creates the run's worktree, or takes the one an earlier
+// preflight of the run created before it stopped.
+func (s *Supervisor) ensureWorktree(ctx context.Context) *stop {
+	st := s.st
+	if st.Worktree != "" {
+		if fi, err := os.Stat(st.Worktree); err == nil && fi.IsDir() {
+			s.dir = st.Worktree
+			return nil
+		}
+	}
+	wt := filepath.Join(s.store.Home, "worktrees", st.RunID)
+	branch := "runr/" + st.RunID
+	if err := guard.AddWorktree(ctx, s.o.Repo, wt, branch); err != nil {
+		return &stop{Stop: stopreasons.Stop{Code: stopreasons.EnvironmentInvalid, Message: err.Error()}}
+	}
+	st.Worktree, st.Branch = wt, branch
+	s.dir = wt
+	s.event("worktree_created", map[string]any{"path": wt, "branch": branch})
+	return nil
+}
+
+// checkPrograms refuses, before the first agent call, the programs of the
+// run's commands that cannot be found: a custom_script, and the program a
+// verify command starts when it is a plain name (a shell construct is left
+// to the shell). Found only at verify, it would cost agent calls first.
+func (s *Supervisor) checkPrograms() *stop {
+	r := s.cfg.Stop
+	for _, prog := range stopconditions.ScriptPrograms(r.Success, r.Failure, r.Conditions) {
+		if _, err := lookProgram(prog, s.dir, s.o.Environ); err != nil {
+			return &stop{Stop: stopreasons.Stop{Code: stopreasons.ConfigInvalid, Condition: "custom_script",
+				Message: fmt.Sprintf("custom_script %q cannot be run from %s: %v (fix the script path in runr.yaml, or make the file executable)", prog, s.dir, err)}}
+		}
+	}
+	for i, cmd := range s.cfg.Verify.Commands {
+		prog := doctor.CommandProgram(cmd)
+		if prog == "" {
+			continue
+		}
+		if _, err := lookProgram(prog, s.dir, s.o.Environ); err != nil {
+			return &stop{Stop: stopreasons.Stop{Code: stopreasons.ConfigInvalid, Condition: "verify.commands",
+				Message: fmt.Sprintf("verify.commands[%d] %q: program %q cannot be run from %s: %v (install it, or fix verify.commands in runr.yaml)", i, cmd, prog, s.dir, err),
+				Details: &stopreasons.StopDetails{Command: cmd}}}
+		}
 	}
 	return nil
 }

@@ -106,3 +106,91 @@ func StopRecorded(p Proc, grace time.Duration) (bool, error) {
 	}
 	return true, nil
 }
+
+// StopTagged stops every process whose environment holds kv (runr gives
+// each process of a run RUNR_RUN_ID=<id>), wherever it is: one that left
+// its process group (setsid) or outlived a runr killed before it recorded
+// it. A group whose every member carries kv is stopped as a group; any
+// other tagged process alone. runr's own process and group are never
+// signalled, and each signal follows a fresh reading of the environment,
+// so a pid since reused by another program is left alone. SIGTERM and
+// SIGCONT first, SIGKILL after grace. It returns the pids it found. Linux
+// only: elsewhere it finds nothing.
+func StopTagged(kv string, grace time.Duration) ([]int, error) {
+	self, own := os.Getpid(), syscall.Getpgrp()
+	find := func() []int {
+		var out []int
+		for _, pid := range tagged(kv) {
+			if pid == self {
+				continue
+			}
+			if pgid, err := syscall.Getpgid(pid); err != nil || pgid == own {
+				continue
+			}
+			out = append(out, pid)
+		}
+		return out
+	}
+	found := find()
+	if len(found) == 0 {
+		return nil, nil
+	}
+	signal := func(pids []int, sig syscall.Signal) {
+		done := map[int]bool{}
+		for _, pid := range pids {
+			pgid, err := syscall.Getpgid(pid)
+			if err != nil || done[pgid] {
+				continue
+			}
+			if wholeGroup(pgid, kv) {
+				done[pgid] = true
+				_ = signalGroup(pgid, sig)
+				if sig == syscall.SIGTERM {
+					_ = signalGroup(pgid, syscall.SIGCONT)
+				}
+				continue
+			}
+			if carries(pid, kv) {
+				_ = syscall.Kill(pid, sig)
+				if sig == syscall.SIGTERM {
+					_ = syscall.Kill(pid, syscall.SIGCONT)
+				}
+			}
+		}
+	}
+	signal(found, syscall.SIGTERM)
+	gone := func(d time.Duration) bool {
+		deadline := time.Now().Add(d)
+		for {
+			if len(find()) == 0 {
+				return true
+			}
+			if !time.Now().Before(deadline) {
+				return false
+			}
+			time.Sleep(pollInterval)
+		}
+	}
+	if gone(grace) {
+		return found, nil
+	}
+	signal(find(), syscall.SIGKILL)
+	if gone(killWait) {
+		return found, nil
+	}
+	return found, fmt.Errorf("processes %v with %s are still alive after SIGKILL; check them with ps", find(), kv)
+}
+
+// wholeGroup reports whether every live member of group pgid carries kv.
+func wholeGroup(pgid int, kv string) bool {
+	members := GroupMembers(pgid)
+	if len(members) == 0 {
+		return false
+	}
+	for _, pid := range members {
+		if !carries(pid, kv) {
+			return false
+		}
+	}
+	return true
+}

@@ -24,3 +24,9 @@ func GroupMembers(pgid int) []int { return nil }
 
 // Without /proc zombies cannot be told apart; kill(2) has the last word.
 func onlyZombies(pgid int) bool { return false }
+
+// Without /proc the environment of another process cannot be read: no
+// process is found by it.
+func tagged(kv string) []int { return nil }
+
+func carries(pid int, kv string) bool { return false }

@@ -86,3 +86,39 @@ func onlyZombies(pgid int) bool {
 	members, err := groupMembers(pgid)
 	return err == nil && len(members) == 0
 }
+
+// tagged lists the live processes whose environment holds kv ("NAME=value"
+// exactly), read from /proc/PID/environ. Processes whose environment cannot
+// be read (another user's) are not listed.
+func tagged(kv string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if carries(pid, kv) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// carries reports whether live process pid has kv in its environment.
+func carries(pid int, kv string) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	for _, v := range bytes.Split(data, []byte{0}) {
+		if string(v) == kv {
+			st, err := readProcStat(pid)
+			return err == nil && st.state != 'Z'
+		}
+	}
+	return false
+}

@@ -93,3 +93,32 @@ func notExecutable(path string) string {
 	}
 	return ""
 }
+
+// execMagics are the first bytes of the files the kernel runs: a script
+// with its interpreter line, ELF, and Mach-O (thin, 32 and 64 bits, either
+// byte order, and universal).
+var execMagics = [][]byte{
+	[]byte("#!"), []byte("\x7fELF"),
+	{0xfe, 0xed, 0xfa, 0xce}, {0xce, 0xfa, 0xed, 0xfe}, {0xfe, 0xed, 0xfa, 0xcf}, {0xcf, 0xfa, 0xed, 0xfe},
+	{0xca, 0xfe, 0xba, 0xbe},
+}
+
+// unknownFormat says why the kernel would refuse to run path (ENOEXEC), or
+// "". A process started behind the gate is exec'd by a shell, which would
+// instead run such a file as a shell script; this keeps Run's answer the
+// same with the gate and without.
+func unknownFormat(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	head := make([]byte, 4)
+	n, _ := f.Read(head)
+	for _, m := range execMagics {
+		if n >= len(m) && string(head[:len(m)]) == string(m) {
+			return ""
+		}
+	}
+	return "not an executable format (no #! line, not a binary)"
+}

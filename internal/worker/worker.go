@@ -34,6 +34,16 @@ const killWait = 2 * time.Second
 // gone.
 const pollInterval = 10 * time.Millisecond
 
+// The gate in front of a process whose start is recorded: it waits for
+// runr's line on fd 3 and then becomes the program ("$@" is its path and
+// arguments). EOF without a line, runr having died before the record was
+// written, ends it with nothing run, so no process of a run ever works
+// unrecorded. Its cost is one exec of the shell.
+const (
+	gateShell  = "/bin/sh"
+	gateScript = `IFS= read -r _ <&3 || exit 125; exec 3<&-; exec "$@"`
+)
+
 // ErrNotFound is wrapped by Run when the program does not exist or cannot be
 // executed.
 var ErrNotFound = errors.New("program not found or not executable")
@@ -50,7 +60,12 @@ type Spec struct {
 	KillGrace   time.Duration // between SIGTERM(+SIGCONT) and SIGKILL of the group; 0 means 5s
 	TailBytes   int           // bounded tail of the combined output kept in memory; 0 means 64 KiB
 	MaxLine     int           // longest stdout line handed to OnStdoutLine (longer ones truncated); 0 means 1 MiB
-	OnStart     func(Proc)    // called once started, before waiting (runr persists the pgid then)
+	// OnStart is called once the process started, before it can do any
+	// work: it is held at a gate (a shell reading one line from a pipe)
+	// until OnStart returned, so that what OnStart records (runr persists
+	// the pgid) is on disk before the program runs. An error from OnStart
+	// ends the process at the gate; Run returns that error.
+	OnStart func(Proc) error
 	// OnStdoutLine receives each stdout line without its newline, in order;
 	// returning false stops the process early (Result.Aborted). The slice is
 	// reused after the call.
@@ -142,6 +157,24 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 	var termSent atomic.Bool
 	cmd := exec.CommandContext(stopCtx, path, spec.Argv[1:]...)
 	cmd.Args[0] = spec.Argv[0]
+	var gateW *os.File
+	if spec.OnStart != nil {
+		if reason := unknownFormat(path); reason != "" {
+			out.close()
+			closeAll(stdoutR, stdoutW, stderrR, stderrW)
+			return Result{}, fmt.Errorf("run %w", &NotFoundError{Name: spec.Argv[0], Reason: reason})
+		}
+		var gateR *os.File
+		if gateR, gateW, err = os.Pipe(); err != nil {
+			out.close()
+			closeAll(stdoutR, stdoutW, stderrR, stderrW)
+			return Result{}, fmt.Errorf("run %s: gate pipe: %w", spec.Argv[0], err)
+		}
+		defer gateR.Close()
+		defer gateW.Close()
+		cmd = exec.CommandContext(stopCtx, gateShell, append([]string{"-c", gateScript, spec.Argv[0], path}, spec.Argv[1:]...)...)
+		cmd.ExtraFiles = []*os.File{gateR}
+	}
 	cmd.Dir = spec.Dir
 	cmd.Env = spec.Env
 	cmd.Stdin = spec.Stdin
@@ -167,11 +200,24 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 
 	pgid := cmd.Process.Pid
 	if spec.OnStart != nil {
+		closeAll(cmd.ExtraFiles...)
 		proc := Proc{PID: pgid, PGID: pgid, StartedAt: started}
 		// Without a start time the process can never be matched by Alive,
 		// which errs on the side of leaving an unknown process alone.
 		proc.StartTime, _ = ProcStartTime(pgid)
-		spec.OnStart(proc)
+		if err := spec.OnStart(proc); err != nil {
+			// The gate sees EOF and ends without running the program.
+			closeAll(gateW)
+			_ = cmd.Wait()
+			_ = StopGroup(pgid, spec.KillGrace)
+			out.close()
+			closeAll(stdoutR, stderrR)
+			return Result{}, fmt.Errorf("run %s: not started: %w", spec.Argv[0], err)
+		}
+		if _, err := gateW.Write([]byte("\n")); err != nil {
+			_ = signalGroup(pgid, syscall.SIGKILL)
+		}
+		closeAll(gateW)
 	}
 
 	aborted := make(chan struct{})

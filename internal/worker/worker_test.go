@@ -28,12 +28,12 @@ const hangLimit = 30 * time.Second
 func run(t *testing.T, ctx context.Context, script string, edit func(*Spec)) (Result, Proc, error) {
 	t.Helper()
 	var proc Proc
-	spec := Spec{Argv: []string{"sh", "-c", script}, OnStart: func(p Proc) { proc = p }}
+	spec := Spec{Argv: []string{"sh", "-c", script}, OnStart: func(p Proc) error { proc = p; return nil }}
 	if edit != nil {
 		edit(&spec)
 	}
 	if user := spec.OnStart; user != nil {
-		spec.OnStart = func(p Proc) { proc = p; user(p) }
+		spec.OnStart = func(p Proc) error { proc = p; return user(p) }
 	}
 	type outcome struct {
 		res Result
@@ -97,7 +97,7 @@ func TestRunExitCodeOutputAndLog(t *testing.T) {
 func TestRunInOwnProcessGroup(t *testing.T) {
 	var started Proc
 	res, proc, err := run(t, context.Background(), `echo $$; ps -o pgid= -p $$`, func(s *Spec) {
-		s.OnStart = func(p Proc) { started = p }
+		s.OnStart = func(p Proc) error { started = p; return nil }
 	})
 	require.NoError(t, err)
 	fields := strings.Fields(string(res.Tail))
@@ -166,7 +166,7 @@ func TestRunProgramNotFound(t *testing.T) {
 	for _, prog := range []string{"runr-no-such-program", filepath.Join(dir, "missing"), notExec, garbage, dir} {
 		t.Run(filepath.Base(prog), func(t *testing.T) {
 			started := false
-			_, err := Run(context.Background(), Spec{Argv: []string{prog}, OnStart: func(Proc) { started = true }})
+			_, err := Run(context.Background(), Spec{Argv: []string{prog}, OnStart: func(Proc) error { started = true; return nil }})
 			require.Error(t, err)
 			assert.ErrorIs(t, err, ErrNotFound)
 			assert.Contains(t, err.Error(), prog)
@@ -182,7 +182,7 @@ func TestRunEmptyArgvAndCanceledContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	started := false
-	_, err = Run(ctx, Spec{Argv: []string{"true"}, OnStart: func(Proc) { started = true }})
+	_, err = Run(ctx, Spec{Argv: []string{"true"}, OnStart: func(Proc) error { started = true; return nil }})
 	require.ErrorIs(t, err, context.Canceled)
 	assert.False(t, started)
 }
@@ -192,7 +192,7 @@ func TestRunLogCannotBeOpened(t *testing.T) {
 	_, err := Run(context.Background(), Spec{
 		Argv:    []string{"true"},
 		LogPath: filepath.Join(t.TempDir(), "no-such-dir", "tick.log"),
-		OnStart: func(Proc) { started = true },
+		OnStart: func(Proc) error { started = true; return nil },
 	})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no-such-dir")

@@ -1,0 +1,45 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A process whose start is recorded does nothing before OnStart returned:
+// when the record fails (as when runr dies there, which closes the gate
+// the same way) the program never runs.
+func TestOnStartGatesTheProgram(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "ran")
+	script := "touch " + marker
+	errRecord := errors.New("disk full")
+	var seen Proc
+	_, err := Run(context.Background(), Spec{Argv: []string{"sh", "-c", script}, OnStart: func(p Proc) error {
+		seen = p
+		return errRecord
+	}})
+	require.ErrorIs(t, err, errRecord)
+	assert.NoFileExists(t, marker, "the program ran though its start was not recorded")
+	assert.False(t, GroupAlive(seen.PGID), "the gated process is gone")
+
+	// Recorded, it runs as it would without the gate: same pid, arguments
+	// and exit status.
+	var pid int
+	res, err := Run(context.Background(), Spec{Argv: []string{"sh", "-c", script + "; echo $$; exit 3"}, OnStart: func(p Proc) error {
+		pid = p.PID
+		_, statErr := os.Stat(marker)
+		assert.True(t, os.IsNotExist(statErr), "the program ran before OnStart returned")
+		return nil
+	}})
+	require.NoError(t, err)
+	assert.FileExists(t, marker)
+	assert.Equal(t, 3, res.ExitCode)
+	assert.Contains(t, string(res.Tail), strconv.Itoa(pid))
+}

@@ -1,0 +1,69 @@
+package tests
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The run's worktree deleted while the agent works stops the run with
+// environment_invalid; state.json stays whole and resumable, and a resume
+// while the worktree is still gone says so without an agent call.
+func TestSupEdgeWorktreeDeletedMidRun(t *testing.T) {
+	repo := newRepo(t)
+	release := filepath.Join(t.TempDir(), "release")
+	p := startRunr(t, repo, nil, "run", "--worktree", "--prompt", "work", "--",
+		"fakeagent", "--do", "#1: ready; wait-for "+release+"; write out.txt x", "--do", "write out.txt x; status done")
+	p.waitReady(t, 1)
+	st := readState(t, repo)
+	wt, _ := st["worktree"].(string)
+	require.NotEmpty(t, wt)
+	require.NoError(t, os.RemoveAll(wt))
+	require.NoError(t, os.WriteFile(release, nil, 0o644))
+	require.Equal(t, 69, p.wait(t, 60*time.Second), "stdout: %s\nstderr: %s", &p.stdout, &p.stderr)
+	st = readState(t, repo)
+	assert.Equal(t, "environment_invalid", stopCode(st))
+	assert.Equal(t, true, st["resumable"])
+	tick := st["tick"]
+
+	code, stdout, stderr := resRunr(t, repo, nil, "resume", "latest")
+	assert.Equal(t, 69, code, "%s\n%s", stdout, stderr)
+	st = readState(t, repo)
+	assert.Equal(t, "environment_invalid", stopCode(st))
+	assert.Equal(t, tick, st["tick"], "no tick without the working directory")
+	r, _ := st["stop_reason"].(map[string]any)
+	assert.Contains(t, r["message"], wt)
+}
+
+// A log write that fails with ENOSPC (the log is /dev/full) stops the run
+// with environment_invalid, its state.json whole; the run completes once
+// the disk has room again.
+func TestSupEdgeDiskFullMidRun(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full on this system")
+	}
+	repo := newRepo(t)
+	release := filepath.Join(t.TempDir(), "release")
+	p := startRunr(t, repo, nil, "run", "--prompt", "work", "--allow-dirty", "--",
+		"fakeagent", "--do", "#1: ready; wait-for "+release+"; exit 1", "--do", "print output; write two.txt x; status done")
+	p.waitReady(t, 1)
+	dir, err := latestRunDir(repo)
+	require.NoError(t, err)
+	full := filepath.Join(dir, "logs", "tick-0002-implement.log")
+	require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+	require.NoError(t, os.Symlink("/dev/full", full))
+	require.NoError(t, os.WriteFile(release, nil, 0o644))
+	require.Equal(t, 69, p.wait(t, 60*time.Second), "stdout: %s\nstderr: %s", &p.stdout, &p.stderr)
+	st := readState(t, repo)
+	assert.Equal(t, "environment_invalid", stopCode(st))
+	assert.Equal(t, true, st["resumable"])
+
+	require.NoError(t, os.Remove(full))
+	code, stdout, stderr := resRunr(t, repo, nil, "resume", "latest")
+	assert.Equal(t, 0, code, "%s\n%s", stdout, stderr)
+	assert.Equal(t, "complete", stopCode(readState(t, repo)))
+}
