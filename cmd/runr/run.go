@@ -230,7 +230,7 @@ func finishRun(io *IOStreams, store *state.Store, st *state.State, runErr error,
 		return runErr
 	}
 	if runErr != nil {
-		fmt.Fprintf(io.Err, "runr: warning: %v\n", runErr)
+		fmt.Fprintf(io.Err, "runr: warning: %s\n", stopreasons.Visible(runErr.Error()))
 	}
 	if asJSON {
 		if err := writeJSON(io.Out, runSummary(store, st)); err != nil {
