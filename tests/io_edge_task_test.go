@@ -38,6 +38,26 @@ func runrBounded(t *testing.T, repo string, args ...string) (int, string, string
 	return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
 }
 
+// writeRepeated writes head and then n bytes c to path in small chunks: a
+// large slice would raise this test process's peak RSS, which the children
+// it starts inherit in their rusage (TestFloodingAgentKeepsMemoryFlat).
+func writeRepeated(t *testing.T, path, head string, c byte, n int) {
+	t.Helper()
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = f.WriteString(head)
+	require.NoError(t, err)
+	chunk := bytes.Repeat([]byte{c}, 64<<10)
+	for n > 0 {
+		k := min(n, len(chunk))
+		_, err := f.Write(chunk[:k])
+		require.NoError(t, err)
+		n -= k
+	}
+	require.NoError(t, f.Close())
+}
+
 // TestTaskInputIsValidated gives runr tasks that are not text, not files, or
 // too large, and checks that each is usage_error (64) naming the task and
 // what is wrong, before any run is created.
@@ -48,9 +68,9 @@ func TestTaskInputIsValidated(t *testing.T) {
 	latin1 := filepath.Join(t.TempDir(), "latin1.md")
 	require.NoError(t, os.WriteFile(latin1, []byte("# Caf\xe9 task\n"), 0o644))
 	huge := filepath.Join(t.TempDir(), "huge.md")
-	require.NoError(t, os.WriteFile(huge, bytes.Repeat([]byte("x"), 17<<20), 0o644))
+	writeRepeated(t, huge, "", 'x', 17<<20)
 	oneLine := filepath.Join(t.TempDir(), "one-line.md")
-	require.NoError(t, os.WriteFile(oneLine, append(bytes.Repeat([]byte("y"), 11<<20), '\n'), 0o644))
+	writeRepeated(t, oneLine, "", 'y', 11<<20)
 	fifo := filepath.Join(t.TempDir(), "task.fifo")
 	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
 
@@ -91,7 +111,7 @@ func TestTaskInputIsValidated(t *testing.T) {
 func TestLargeTaskStillRuns(t *testing.T) {
 	repo := newRepo(t)
 	task := filepath.Join(t.TempDir(), "large.md")
-	require.NoError(t, os.WriteFile(task, append([]byte("# Large task\n\n"), bytes.Repeat([]byte("z"), 10_000_000)...), 0o644))
+	writeRepeated(t, task, "# Large task\n\n", 'z', 10_000_000)
 	for _, argv := range [][]string{
 		{"fakeagent", "--do", "status done"},
 		{"fakeagent", "--prompt-file", "{prompt_file}", "--do", "status done"},
