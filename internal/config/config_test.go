@@ -544,3 +544,14 @@ func TestOneYAMLDocument(t *testing.T) {
 		})
 	}
 }
+
+func TestConfigFileIsReadWithABound(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.yaml")
+	require.NoError(t, os.WriteFile(big, []byte("# "+strings.Repeat("x", maxFileBytes)+"\n"), 0o644))
+	for _, file := range []string{big, "/dev/zero"} {
+		_, err := Load(LoadOptions{RepoRoot: dir, ConfigFile: file})
+		require.Error(t, err, file)
+		assert.Equal(t, stopreasons.ConfigInvalid, stopreasons.CodeOf(err))
+	}
+}

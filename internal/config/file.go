@@ -87,11 +87,36 @@ func shownName(path, repoRoot string) string {
 // yamlLine matches the position yaml.v3 puts in its messages.
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
 
+// maxFileBytes bounds what is read of a config file: --config /dev/zero must
+// not fill runr's memory. A FIFO (--config <(...)) is read; it ends.
+const maxFileBytes = 1 << 20
+
+// readBounded reads at most maxFileBytes+1 bytes of path, refusing a
+// device, which need never end.
+func readBounded(path string) ([]byte, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if info.Mode()&fs.ModeDevice != 0 {
+		return nil, errors.New("a device, not a file")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+}
+
 // readFile parses a config file and checks that it names only known keys.
 func readFile(path, shown string) (*fileSettings, error) {
-	data, err := os.ReadFile(path)
+	data, err := readBounded(path)
 	if err != nil {
 		return nil, stopreasons.Errorf(stopreasons.ConfigInvalid, "%s: cannot read the config file (%v)", shown, unwrapPathError(err))
+	}
+	if len(data) > maxFileBytes {
+		return nil, stopreasons.Errorf(stopreasons.ConfigInvalid, "%s: the config file is larger than %d MiB; give the YAML file of runr's settings", shown, maxFileBytes>>20)
 	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
