@@ -123,7 +123,8 @@ func doctorEnv(opts *DoctorOptions) error {
 			if !c.OK {
 				mark = p.Red("FAIL")
 			}
-			opts.IO.Out.Write([]byte(mark + " " + c.Name + ": " + c.Detail + "\n"))
+			// A detail may quote a program's output (its version line).
+			opts.IO.Out.Write([]byte(mark + " " + c.Name + ": " + stopreasons.Visible(c.Detail) + "\n"))
 		}
 		if verdict == stopreasons.Complete {
 			opts.IO.Out.Write([]byte(p.Green("All checks passed.") + "\n"))

@@ -82,11 +82,11 @@ func (l *liveLine) draw(p supervisor.Progress) {
 func (l *liveLine) text(p supervisor.Progress) string {
 	if p.Event == "wait" {
 		left := time.Until(p.WaitingTill).Round(time.Second)
-		return fmt.Sprintf("auto-resume in %s · %s", left, p.Message)
+		return fmt.Sprintf("auto-resume in %s · %s", left, stopreasons.VisibleLine(p.Message))
 	}
 	parts := []string{
 		fmt.Sprintf("tick %d", p.Tick),
-		p.Phase,
+		stopreasons.VisibleLine(p.Phase),
 		fmt.Sprintf("milestone %d/%d", p.Milestone, p.Milestones),
 	}
 	el := p.Elapsed.Round(time.Second).String()
@@ -98,7 +98,7 @@ func (l *liveLine) text(p supervisor.Progress) string {
 		parts = append(parts, fmt.Sprintf("$%.2f", p.CostUSD))
 	}
 	if c := p.Closest; c != nil && c.Progress > 0 {
-		parts = append(parts, fmt.Sprintf("closest: %s %.0f%%", c.Name, c.Progress*100))
+		parts = append(parts, fmt.Sprintf("closest: %s %.0f%%", stopreasons.VisibleLine(c.Name), c.Progress*100))
 	}
 	return strings.Join(parts, " · ")
 }
@@ -136,9 +136,9 @@ func printSummary(io *IOStreams, store *state.Store, st *state.State) {
 	fmt.Fprintf(w, "  %s · %s · exit %d\n", r.Category, r.TerminalStatus, r.ExitCode)
 	rep, err := doctor.Diagnose(st, store.RunDir(st.RunID))
 	if err == nil && rep.Diagnosis != "" {
-		fmt.Fprintf(w, "  %s\n", rep.Diagnosis)
+		fmt.Fprintf(w, "  %s\n", stopreasons.Visible(rep.Diagnosis))
 	} else if r.Message != "" {
-		fmt.Fprintf(w, "  %s\n", r.Message)
+		fmt.Fprintf(w, "  %s\n", stopreasons.Visible(r.Message))
 	}
 	if err == nil && len(rep.Evidence.Files) > 0 {
 		fmt.Fprintf(w, "  files: %s\n", stopreasons.ShowPaths(rep.Evidence.Files))
@@ -151,11 +151,11 @@ func printSummary(io *IOStreams, store *state.Store, st *state.State) {
 	}
 	fmt.Fprintln(w)
 	if st.Branch != "" {
-		fmt.Fprintf(w, "  worktree %s (branch %s)\n", st.Worktree, st.Branch)
+		fmt.Fprintf(w, "  worktree %s (branch %s)\n", stopreasons.VisibleLine(st.Worktree), stopreasons.VisibleLine(st.Branch))
 	}
 	if err == nil {
 		for _, a := range rep.NextActions {
-			fmt.Fprintf(w, "  $ %s\n", a)
+			fmt.Fprintf(w, "  $ %s\n", stopreasons.VisibleLine(a))
 		}
 	}
 	fmt.Fprintf(w, "  details: runr doctor %s\n", st.RunID)

@@ -154,7 +154,7 @@ func resumeRun(opts *ResumeOptions) error {
 		return nil
 	}
 	for _, w := range plan.Warnings {
-		fmt.Fprintf(io.Err, "runr: warning: %s\n", w)
+		fmt.Fprintf(io.Err, "runr: warning: %s\n", stopreasons.Visible(w))
 	}
 	if opts.Plan {
 		return printPlan(io, plan, opts)
@@ -226,7 +226,7 @@ func printPlan(io *IOStreams, plan *resume.Plan, opts *ResumeOptions) error {
 	}
 	goal := ""
 	if i := from.Milestone - 1; i >= 0 && i < len(st.Milestones) {
-		goal = ": " + st.Milestones[i].Goal
+		goal = ": " + stopreasons.VisibleLine(st.Milestones[i].Goal)
 	}
 	fmt.Fprintf(w, "  continue at milestone %d/%d%s, phase %s\n", from.Milestone, len(st.Milestones), goal, from.Phase)
 	var left []string

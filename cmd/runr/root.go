@@ -49,7 +49,8 @@ func Main(args []string, io *IOStreams) int {
 func printError(io *IOStreams, err error, parseError bool) {
 	p := io.ErrPainter()
 	code := stopreasons.CodeOf(err)
-	msg := err.Error()
+	// An error may quote an agent's output or a file's name.
+	msg := stopreasons.Visible(err.Error())
 	fmt.Fprintf(io.Err, "%s %s\n", p.Red("runr: error:"), msg)
 	if parseError && !strings.Contains(msg, "--help") {
 		fmt.Fprintln(io.Err, p.Dim("Run 'runr --help' for usage."))

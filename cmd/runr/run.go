@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -144,6 +143,9 @@ func runRun(opts *RunOptions) error {
 		// Like a missing task, nothing to run: no run is created.
 		return stopreasons.Errorf(stopreasons.UsageError, "no agent: give its argv after -- (runr run --task TASK.md -- ./my-agent.sh), pass --agent claude|codex|gemini|opencode|aider, or set agent.kind / agent.command in runr.yaml")
 	}
+	if err := checkPromptArgv(cfg, prompt); err != nil {
+		return err
+	}
 	store, err := opts.Store()
 	if err != nil {
 		return err
@@ -182,6 +184,9 @@ func readTask(repo string, opts *RunOptions, cfg *config.Config) (string, string
 		return "", "", stopreasons.Errorf(stopreasons.UsageError, "--task and --prompt cannot be used together: give the task as a file or as text")
 	}
 	if opts.Prompt != "" {
+		if err := supervisor.CheckTaskText(opts.Prompt, "--prompt"); err != nil {
+			return "", "", err
+		}
 		return "", opts.Prompt, nil
 	}
 	if cfg.Task == "" {
@@ -195,25 +200,24 @@ func readTask(repo string, opts *RunOptions, cfg *config.Config) (string, string
 	if err != nil {
 		return "", "", stopreasons.Wrap(stopreasons.UsageError, err, "task file %s", cfg.Task)
 	}
-	b, err := os.ReadFile(abs)
+	text, err := supervisor.ReadTask(abs, cfg.Task)
 	if err != nil {
-		return "", "", stopreasons.Errorf(stopreasons.UsageError, "task file %s cannot be read: %v (give an existing file with --task)", cfg.Task, unwrapPath(err))
-	}
-	if strings.TrimSpace(string(b)) == "" {
-		return "", "", stopreasons.Errorf(stopreasons.UsageError, "task file %s is empty: write the task into it", cfg.Task)
+		return "", "", err
 	}
 	rel, err := filepath.Rel(repo, abs)
 	if err != nil || strings.HasPrefix(rel, "..") {
 		rel = ""
 	}
-	return rel, string(b), nil
+	return rel, text, nil
 }
 
-func unwrapPath(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
+// checkPromptArgv refuses, before the run is created, a first prompt that
+// the agent's argv cannot carry in {prompt}.
+func checkPromptArgv(cfg *config.Config, task string) error {
+	if cfg.Agent.Kind != "command" {
+		return nil
 	}
-	return err
+	return agents.CheckArgvPrompt(cfg.Agent.Command, supervisor.FirstPrompt(task, cfg.Agent.CompletionPromise))
 }
 
 // finishRun prints the summary of a stopped run and turns its reason into
@@ -226,7 +230,7 @@ func finishRun(io *IOStreams, store *state.Store, st *state.State, runErr error,
 		return runErr
 	}
 	if runErr != nil {
-		fmt.Fprintf(io.Err, "runr: warning: %v\n", runErr)
+		fmt.Fprintf(io.Err, "runr: warning: %s\n", stopreasons.Visible(runErr.Error()))
 	}
 	if asJSON {
 		if err := writeJSON(io.Out, runSummary(store, st)); err != nil {

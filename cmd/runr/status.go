@@ -180,17 +180,17 @@ func statusOne(opts *StatusOptions, store *state.Store) error {
 		fmt.Fprintf(w, "  its runr process is gone; continue with: runr resume %s\n", st.RunID)
 	}
 	if v.Lock != nil {
-		fmt.Fprintf(w, "  held by pid %d on %s since %s\n", v.Lock.PID, v.Lock.Host, v.Lock.StartedAt.Local().Format(time.RFC3339))
+		fmt.Fprintf(w, "  held by pid %d on %s since %s\n", v.Lock.PID, stopreasons.VisibleLine(v.Lock.Host), v.Lock.StartedAt.Local().Format(time.RFC3339))
 	}
 	if r := st.StopReason; r != nil && v.Reason != "" {
-		fmt.Fprintf(w, "  stopped: %s (exit %d) · %s\n", r.Code, stopreasons.ExitCode(r.Code), r.Message)
+		fmt.Fprintf(w, "  stopped: %s (exit %d) · %s\n", r.Code, stopreasons.ExitCode(r.Code), stopreasons.Visible(r.Message))
 	}
-	fmt.Fprintf(w, "  repo     %s\n", st.Repo)
+	fmt.Fprintf(w, "  repo     %s\n", stopreasons.VisibleLine(st.Repo))
 	if st.Worktree != "" {
-		fmt.Fprintf(w, "  worktree %s\n  branch   %s\n", st.Worktree, st.Branch)
+		fmt.Fprintf(w, "  worktree %s\n  branch   %s\n", stopreasons.VisibleLine(st.Worktree), stopreasons.VisibleLine(st.Branch))
 	}
 	if st.Task.File != "" {
-		fmt.Fprintf(w, "  task     %s\n", st.Task.File)
+		fmt.Fprintf(w, "  task     %s\n", stopreasons.VisibleLine(st.Task.File))
 	}
 	budget := time.Duration(st.Budget.TimeMS) * time.Millisecond
 	fmt.Fprintf(w, "  phase    %s · tick %d · iteration %d · elapsed %s of %s\n", st.Phase, st.Tick, st.Iteration,
@@ -204,13 +204,13 @@ func statusOne(opts *StatusOptions, store *state.Store) error {
 		if i == st.MilestoneIndex && v.Reason == "" {
 			marker = ">"
 		}
-		fmt.Fprintf(w, "  %s %d. [%s] %s (%s)\n", marker, i+1, m.Status, m.Goal, plural(len(m.Attempts), "attempt"))
+		fmt.Fprintf(w, "  %s %d. [%s] %s (%s)\n", marker, i+1, m.Status, stopreasons.VisibleLine(m.Goal), plural(len(m.Attempts), "attempt"))
 	}
 	if len(st.Conditions) > 0 {
 		fmt.Fprintln(w, "\nStop rules (how close each is to firing):")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, c := range st.Conditions {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.Name, bar(c.Progress, opts.IO.OutTTY), c.Message)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", stopreasons.VisibleLine(c.Name), bar(c.Progress, opts.IO.OutTTY), stopreasons.VisibleLine(c.Message))
 		}
 		tw.Flush()
 	}

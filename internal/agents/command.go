@@ -48,6 +48,9 @@ func (commandAdapter) Invocation(req Request) (Invocation, error) {
 			used = true
 		}
 		if strings.Contains(a, placeholderPrompt) {
+			if err := CheckArgvPrompt(req.Command, req.Prompt); err != nil {
+				return Invocation{}, err
+			}
 			a = strings.ReplaceAll(a, placeholderPrompt, req.Prompt)
 			used = true
 		}
@@ -57,6 +60,20 @@ func (commandAdapter) Invocation(req Request) (Invocation, error) {
 		return Invocation{Argv: argv}, nil
 	}
 	return Invocation{Argv: argv, Stdin: req.Prompt, UseStdin: true}, nil
+}
+
+// CheckArgvPrompt refuses a prompt that a command agent's argv would carry
+// in {prompt} but that is longer than one argument may be (the kernel
+// refuses the exec with E2BIG): such a prompt goes through {prompt_file}.
+func CheckArgvPrompt(command []string, prompt string) error {
+	for _, a := range command {
+		if strings.Contains(a, placeholderPrompt) && len(prompt) > maxArgPrompt {
+			return stopreasons.Errorf(stopreasons.UsageError,
+				"the prompt is %d bytes, too long for one argument of agent.command (at most %d KiB): write {prompt_file} instead of {prompt} in the agent's argv, or drop both to get the prompt on stdin",
+				len(prompt), maxArgPrompt>>10)
+		}
+	}
+	return nil
 }
 
 func (commandAdapter) NewParser(req Request) Parser {

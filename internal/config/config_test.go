@@ -519,3 +519,39 @@ func TestDocsMentionEveryKey(t *testing.T) {
 		assert.Contains(t, doc, EnvName(key), "docs/configuration.md does not name %s", EnvName(key))
 	}
 }
+
+func TestOneYAMLDocument(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"separator", "budget:\n  time: 5m\n---\nstop:\n  max_ticks: 3\n", "runr.yaml:3: a second YAML document starts here"},
+		{"end marker", "budget:\n  time: 5m\n...\nstop:\n  max_ticks: 3\n", "runr.yaml:3: the YAML document ends here (...) but more follows"},
+		{"end marker then separator", "budget:\n  time: 5m\n...\n---\nstop:\n  max_ticks: 3\n", "runr.yaml:4: a second YAML document starts here"},
+		{"trailing separator", "budget:\n  time: 5m\n---\n", "runr.yaml:3: a second YAML document starts here"},
+		{"one document with markers", "---\nbudget:\n  time: 5m\n...\n# done\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, FileName), []byte(tc.yaml), 0o644))
+			_, err := Load(LoadOptions{RepoRoot: dir})
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Equal(t, stopreasons.ConfigInvalid, stopreasons.CodeOf(err))
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestConfigFileIsReadWithABound(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.yaml")
+	require.NoError(t, os.WriteFile(big, []byte("# "+strings.Repeat("x", maxFileBytes)+"\n"), 0o644))
+	for _, file := range []string{big, "/dev/zero"} {
+		_, err := Load(LoadOptions{RepoRoot: dir, ConfigFile: file})
+		require.Error(t, err, file)
+		assert.Equal(t, stopreasons.ConfigInvalid, stopreasons.CodeOf(err))
+	}
+}

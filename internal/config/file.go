@@ -1,9 +1,11 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -85,19 +87,44 @@ func shownName(path, repoRoot string) string {
 // yamlLine matches the position yaml.v3 puts in its messages.
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
 
+// maxFileBytes bounds what is read of a config file: --config /dev/zero must
+// not fill runr's memory. A FIFO (--config <(...)) is read; it ends.
+const maxFileBytes = 1 << 20
+
+// readBounded reads at most maxFileBytes+1 bytes of path, refusing a
+// device, which need never end.
+func readBounded(path string) ([]byte, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if info.Mode()&fs.ModeDevice != 0 {
+		return nil, errors.New("a device, not a file")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+}
+
 // readFile parses a config file and checks that it names only known keys.
 func readFile(path, shown string) (*fileSettings, error) {
-	data, err := os.ReadFile(path)
+	data, err := readBounded(path)
 	if err != nil {
 		return nil, stopreasons.Errorf(stopreasons.ConfigInvalid, "%s: cannot read the config file (%v)", shown, unwrapPathError(err))
 	}
+	if len(data) > maxFileBytes {
+		return nil, stopreasons.Errorf(stopreasons.ConfigInvalid, "%s: the config file is larger than %d MiB; give the YAML file of runr's settings", shown, maxFileBytes>>20)
+	}
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		msg := err.Error()
-		if m := yamlLine.FindStringSubmatch(msg); m != nil {
-			return nil, stopreasons.Errorf(stopreasons.ConfigInvalid, "%s:%s: %s; fix the YAML syntax", shown, m[1], msg[len(m[0]):])
-		}
-		return nil, stopreasons.Errorf(stopreasons.ConfigInvalid, "%s: %s; fix the YAML syntax", shown, strings.TrimPrefix(msg, "yaml: "))
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		return nil, syntaxError(shown, err)
+	}
+	if err := oneDocument(dec, data, shown); err != nil {
+		return nil, err
 	}
 	set := &fileSettings{path: path, shown: shown, values: map[string]any{}}
 	if len(doc.Content) == 0 {
@@ -115,6 +142,41 @@ func readFile(path, shown string) (*fileSettings, error) {
 		return nil, err
 	}
 	return set, nil
+}
+
+func syntaxError(shown string, err error) error {
+	msg := err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		return stopreasons.Errorf(stopreasons.ConfigInvalid, "%s:%s: %s; fix the YAML syntax", shown, m[1], msg[len(m[0]):])
+	}
+	return stopreasons.Errorf(stopreasons.ConfigInvalid, "%s: %s; fix the YAML syntax", shown, strings.TrimPrefix(msg, "yaml: "))
+}
+
+// endMarker is a YAML document end marker line.
+var endMarker = regexp.MustCompile(`(?m)^\.\.\.(?:[ \t].*)?\r?$`)
+
+// oneDocument refuses a second YAML document after the first: a parser that
+// reads one document would silently drop every setting after a stray "---"
+// or "...", stop rules included.
+func oneDocument(dec *yaml.Decoder, data []byte, shown string) error {
+	var next yaml.Node
+	err := dec.Decode(&next)
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	if err == nil {
+		return stopreasons.Errorf(stopreasons.ConfigInvalid,
+			"%s:%d: a second YAML document starts here (---): runr reads one document, and would drop the settings after it; remove the separator and keep all settings in one mapping", shown, next.Line)
+	}
+	line := 0
+	if loc := endMarker.FindIndex(data); loc != nil {
+		line = bytes.Count(data[:loc[0]], []byte("\n")) + 1
+	}
+	if line == 0 {
+		return syntaxError(shown, err)
+	}
+	return stopreasons.Errorf(stopreasons.ConfigInvalid,
+		"%s:%d: the YAML document ends here (...) but more follows: runr reads one document, and would drop the settings after it; remove the end marker", shown, line)
 }
 
 // walk collects the leaves under a mapping node, refusing unknown keys so that

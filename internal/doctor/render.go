@@ -9,6 +9,9 @@ import (
 	"strings"
 
 	"github.com/fatih/color"
+
+	"github.com/runr-dev/runr/internal/state"
+	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
 // JSON returns the report as one indented JSON object.
@@ -17,7 +20,58 @@ func (r *Report) JSON() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode doctor report of run %s: %w", r.RunID, err)
 	}
-	return append(b, '\n'), nil
+	// The values stay as they are; only their encoding hides no control
+	// character from a terminal that shows the file.
+	return append(stopreasons.VisibleJSON(b), '\n'), nil
+}
+
+// printable is the report with its text made visible (DESIGN §9): the
+// diagnosis, messages, tails, notes, goals and file names came from an
+// agent, a log or the task, and may hold escape sequences.
+func (r *Report) printable() *Report {
+	line, text := stopreasons.VisibleLine, stopreasons.Visible
+	c := *r
+	c.RunStatus, c.TerminalStatus, c.Rule = line(r.RunStatus), line(r.TerminalStatus), line(r.Rule)
+	c.Diagnosis = text(r.Diagnosis)
+	c.Reason.Title, c.Reason.Message = line(r.Reason.Title), text(r.Reason.Message)
+	c.Reason.Condition, c.Reason.Value, c.Reason.Threshold = line(r.Reason.Condition), line(r.Reason.Value), line(r.Reason.Threshold)
+	if f := r.Evidence.LastFailure; f != nil {
+		fc := *f
+		fc.Phase, fc.Command, fc.Signature, fc.Log = line(f.Phase), line(f.Command), line(f.Signature), line(f.Log)
+		fc.Tail, fc.Notes = text(f.Tail), text(f.Notes)
+		c.Evidence.LastFailure = &fc
+	}
+	c.Evidence.Signatures = make([]SignatureCount, len(r.Evidence.Signatures))
+	for i, sg := range r.Evidence.Signatures {
+		sg.Signature = line(sg.Signature)
+		c.Evidence.Signatures[i] = sg
+	}
+	c.Evidence.Files = visibleLines(r.Evidence.Files)
+	c.Evidence.ResetAt = line(r.Evidence.ResetAt)
+	c.Evidence.Timeline.LastType = line(r.Evidence.Timeline.LastType)
+	c.Conditions = make([]state.ConditionProg, len(r.Conditions))
+	for i, cp := range r.Conditions {
+		cp.Name, cp.Message = line(cp.Name), line(cp.Message)
+		c.Conditions[i] = cp
+	}
+	c.Milestones = make([]MilestoneRow, len(r.Milestones))
+	for i, m := range r.Milestones {
+		m.Goal, m.Status, m.Outcomes = line(m.Goal), line(m.Status), visibleLines(m.Outcomes)
+		c.Milestones[i] = m
+	}
+	c.NextActions, c.Hints, c.Warnings = visibleLines(r.NextActions), visibleLines(r.Hints), visibleLines(r.Warnings)
+	return &c
+}
+
+func visibleLines(in []string) []string {
+	if in == nil {
+		return nil
+	}
+	out := make([]string, len(in))
+	for i, s := range in {
+		out[i] = stopreasons.VisibleLine(s)
+	}
+	return out
 }
 
 // palette holds the styles of one WriteText call; colour is decided per call
@@ -47,6 +101,7 @@ func newPalette(enabled bool) palette {
 // WriteText writes the report for a person. Each next command is a line of
 // its own: "$ " and the exact command, nothing after it.
 func (r *Report) WriteText(w io.Writer, useColor bool) error {
+	r = r.printable()
 	p := newPalette(useColor)
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }

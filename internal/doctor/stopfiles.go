@@ -40,6 +40,7 @@ func WriteStopFiles(runDir string, st *state.State) error {
 
 // Markdown renders the report as report.md.
 func (r *Report) Markdown() string {
+	r = r.printable()
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	ev := r.Evidence

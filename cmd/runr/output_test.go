@@ -1,0 +1,27 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/runr-dev/runr/internal/state"
+	"github.com/runr-dev/runr/internal/supervisor"
+)
+
+// The live line shows what an agent or a custom condition said on one line,
+// with no control character a terminal would act on.
+func TestLiveLineTextIsVisible(t *testing.T) {
+	var errOut bytes.Buffer
+	l := newLiveLine(&IOStreams{Err: &errOut}, false)
+	l.update(supervisor.Progress{Event: "tick", Tick: 1, Phase: "implement", Milestone: 1, Milestones: 1,
+		Closest: &state.ConditionProg{Name: "custom\x1b[2J", Progress: 0.5}})
+	l.update(supervisor.Progress{Event: "wait", WaitingTill: time.Now().Add(time.Minute), Message: "limit\x1b]0;pwned\x07\nnext"})
+	l.done()
+	out := errOut.String()
+	assert.NotContains(t, out, "\x1b")
+	assert.Contains(t, out, `closest: custom\x1b[2J 50%`)
+	assert.Contains(t, out, `limit\x1b]0;pwned\x07\nnext`)
+}
