@@ -84,6 +84,7 @@ type Supervisor struct {
 	lastOutput string
 	sessionID  string
 	pending    []pendingEvent // events waiting for the next write of state.json
+	snap       *guard.Snapshot // the tree at the start (guardSnapshot)
 }
 
 type signalStop struct {
@@ -285,6 +286,12 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 		return internalStop(err)
 	}
 	st.Baseline, st.GuardHead = base, head
+	if s.snap, err = guard.TakeSnapshot(ctx, s.dir); err != nil {
+		return internalStop(err)
+	}
+	if err := s.snap.Save(s.snapshotPath()); err != nil {
+		return internalStop(err)
+	}
 	for p := range base {
 		st.StartChanges = append(st.StartChanges, p)
 	}
