@@ -83,7 +83,7 @@ type Supervisor struct {
 	killNow    chan struct{}
 	lastOutput string
 	sessionID  string
-	pending    []pendingEvent // events waiting for the next write of state.json
+	pending    []pendingEvent  // events waiting for the next write of state.json
 	snap       *guard.Snapshot // the tree at the start (guardSnapshot)
 }
 
