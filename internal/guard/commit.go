@@ -64,7 +64,7 @@ func CommitAll(ctx context.Context, dir, message string, exclude []string) (stri
 		return "", fmt.Errorf("stage the changes in %s: %w", top, err)
 	}
 
-	_, err = git(ctx, top, "diff", "--cached", "--quiet")
+	_, err = git(ctx, top, "diff", "--cached", "--quiet", "--no-ext-diff", "--no-textconv")
 	switch exitCode(err) {
 	case -1:
 		if err != nil {

@@ -14,6 +14,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -67,16 +69,73 @@ type gitCmd struct {
 	stdin io.Reader
 }
 
+// safeConfig turns off, for every git runr runs, each way a repository (its
+// .git/config, its hooks, files an agent can write) gets git to start a
+// program: hooks (post-index-change runs on any index write), an fsmonitor
+// program, external diff, credential helpers, remote transports, pagers and
+// editors, automatic gc and maintenance (which run hooks and detach). The
+// untracked cache is off so that reading commands write nothing. Filter and
+// diff drivers have names, so they are turned off per name (driverOverrides).
+var safeConfig = []string{
+	"-c", "core.hooksPath=" + os.DevNull,
+	"-c", "core.fsmonitor=false",
+	"-c", "core.untrackedCache=false",
+	"-c", "core.pager=cat",
+	"-c", "core.editor=:",
+	"-c", "sequence.editor=:",
+	"-c", "core.askPass=",
+	"-c", "core.sshCommand=",
+	"-c", "credential.helper=",
+	"-c", "protocol.allow=never",
+	"-c", "diff.external=",
+	"-c", "gc.auto=0",
+	"-c", "maintenance.auto=false",
+	"-c", "commit.gpgSign=false",
+}
+
+// safeEnv is the environment part of safeConfig: what git reads from the
+// environment before its config.
+var safeEnv = []string{"LC_ALL=C", "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "GIT_EDITOR=:", "GIT_ASKPASS=", "SSH_ASKPASS="}
+
 // run executes git and returns its stdout. The locale is fixed so messages
 // and output are predictable, optional locks are off so that reading commands
-// never rewrite the index behind the user's back, and git never prompts. Git
-// runs in its own process group like every process runr starts, so a Ctrl+C
-// at the terminal reaches it only through ctx.
+// never rewrite the index behind the user's back, git never prompts, and no
+// program the repository names runs (safeConfig, driverOverrides). Git runs
+// in its own process group like every process runr starts, so a Ctrl+C at
+// the terminal reaches it only through ctx; when ctx ends, the whole group is
+// stopped.
 func (c gitCmd) run(ctx context.Context) ([]byte, error) {
-	env := append(os.Environ(), "LC_ALL=C", "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0")
+	if mayRunDrivers(c.args) {
+		over, err := driverOverrides(ctx, c.dir)
+		if err != nil {
+			return nil, err
+		}
+		c.env = append(slices.Clone(c.env), configEnv(over)...)
+	}
+	return c.exec(ctx, append(slices.Clone(safeConfig), c.args...))
+}
+
+// configEnv passes config pairs through GIT_CONFIG_COUNT and friends, after
+// any the environment already holds: unlike -c, a key there may hold any
+// byte, "=" included, so a driver's name cannot break out of its key.
+func configEnv(pairs [][2]string) []string {
+	if len(pairs) == 0 {
+		return nil
+	}
+	n, _ := strconv.Atoi(os.Getenv("GIT_CONFIG_COUNT"))
+	var env []string
+	for i, kv := range pairs {
+		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", n+i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", n+i, kv[1]))
+	}
+	return append(env, fmt.Sprintf("GIT_CONFIG_COUNT=%d", n+len(pairs)))
+}
+
+// exec runs git with exactly args (after the safe environment).
+func (c gitCmd) exec(ctx context.Context, args []string) ([]byte, error) {
+	env := append(os.Environ(), safeEnv...)
 	var stdout bytes.Buffer
 	res, err := worker.Run(ctx, worker.Spec{
-		Argv:      append([]string{"git"}, c.args...),
+		Argv:      append([]string{"git"}, args...),
 		Dir:       c.dir,
 		Env:       append(env, c.env...),
 		Stdin:     c.stdin,
@@ -103,6 +162,93 @@ func (c gitCmd) run(ctx context.Context) ([]byte, error) {
 		return nil, fmt.Errorf("git %s (in %s): ended by signal %s", strings.Join(c.args, " "), c.dir, res.Signal)
 	}
 	return stdout.Bytes(), &gitError{args: c.args, dir: c.dir, code: res.ExitCode, stderr: string(res.Tail)}
+}
+
+// driverlessCommands never run a filter, diff or merge driver: they never
+// compare the work tree's content with the index (hash-object is always
+// called with --no-filters; diff-tree only with --name-only). Anything else,
+// write-tree and commit included (an index that looks stale is refreshed
+// through the clean filter), gets driverOverrides first.
+var driverlessCommands = []string{"rev-parse", "config", "ls-files", "ls-tree", "diff-tree", "check-ignore", "hash-object"}
+
+// mayRunDrivers reports whether the git command args may run a filter or
+// diff driver, so that driverOverrides must turn them off first.
+func mayRunDrivers(args []string) bool {
+	for i := 0; i < len(args); i++ {
+		if args[i] == "-c" {
+			i++
+			continue
+		}
+		if args[i] == "worktree" && i+1 < len(args) && args[i+1] == "list" {
+			return false
+		}
+		return !slices.Contains(driverlessCommands, args[i])
+	}
+	return false
+}
+
+// driverOverrides returns config pairs that empty every filter driver
+// (clean, smudge, process), diff driver (command, textconv) and merge driver
+// that the repository's own config defines (scope local or worktree, and
+// whatever those files include), and make a "required" filter optional, so
+// git stores and compares the bytes as they are. Drivers from the user's
+// global and system config (where `git lfs install` puts its filter) stay: an
+// agent that can rewrite those can rewrite the user's shell profile too.
+func driverOverrides(ctx context.Context, dir string) ([][2]string, error) {
+	out, err := gitCmd{dir: dir}.exec(ctx, []string{"config", "--list", "--show-scope", "-z"})
+	if err != nil {
+		if exitCode(err) > 0 {
+			// No config at all, or outside a repository: the command
+			// itself reports what is wrong.
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read the git config of %s: %w", dir, err)
+	}
+	var over [][2]string
+	seen := map[string]bool{}
+	// Each entry is "<scope>\x00<key>\n<value>\x00" (no "\n<value>" for a
+	// bare key).
+	recs := strings.Split(string(out), "\x00")
+	for i := 0; i+1 < len(recs); i += 2 {
+		scope, kv := recs[i], recs[i+1]
+		if scope != "local" && scope != "worktree" {
+			continue
+		}
+		// Section and variable come lower-cased; the name between them
+		// is kept as written, as it must be matched.
+		key, _, _ := strings.Cut(kv, "\n")
+		section, rest, ok := strings.Cut(key, ".")
+		if !ok {
+			continue
+		}
+		dot := strings.LastIndexByte(rest, '.')
+		if dot < 0 {
+			continue
+		}
+		name, variable := rest[:dot], rest[dot+1:]
+		var blank []string
+		switch {
+		case section == "filter" && slices.Contains([]string{"clean", "smudge", "process", "required"}, variable):
+			blank = []string{"clean", "smudge", "process"}
+		case section == "diff" && slices.Contains([]string{"command", "textconv"}, variable):
+			blank = []string{"command", "textconv"}
+		case section == "merge" && variable == "driver":
+			blank = []string{"driver"}
+		default:
+			continue
+		}
+		if seen[section+"."+name] {
+			continue
+		}
+		seen[section+"."+name] = true
+		for _, v := range blank {
+			over = append(over, [2]string{section + "." + name + "." + v, ""})
+		}
+		if section == "filter" {
+			over = append(over, [2]string{"filter." + name + ".required", "false"})
+		}
+	}
+	return over, nil
 }
 
 // git runs a plain git command in dir.

@@ -87,19 +87,57 @@ func TestGitCancelled(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
-// TestGitCancelStopsItsGroup: a git cancelled while a program it started
-// hangs (here the fsmonitor hook of `git status`) ends with the context's
-// error at once, and takes the hook and the hook's own child with it rather
-// than leaving them behind or waiting for them to let go of its pipes.
-func TestGitCancelStopsItsGroup(t *testing.T) {
-	t.Parallel()
-	dir := newRepo(t, true)
+// hangingGit puts a stand-in git on PATH that starts a child, writes its pid
+// and waits for it: with the repository's programs turned off, nothing a
+// repository plants can make the real git hang any more. It returns the file
+// the child's pid appears in.
+func hangingGit(t *testing.T) string {
 	aside := t.TempDir()
-	hook := filepath.Join(aside, "hook.sh")
 	childPID := filepath.Join(aside, "child.pid")
-	require.NoError(t, os.WriteFile(hook, []byte("#!/bin/sh\nsleep 60 &\necho $! > "+childPID+".tmp\nmv "+childPID+".tmp "+childPID+"\nwait\n"), 0o755))
-	gitT(t, dir, "config", "core.fsmonitor", hook)
+	fake := "#!/bin/sh\nsleep 60 &\necho $! > " + childPID + ".tmp\nmv " + childPID + ".tmp " + childPID + "\nwait\n"
+	require.NoError(t, os.WriteFile(filepath.Join(aside, "git"), []byte(fake), 0o755))
+	t.Setenv("PATH", aside+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return childPID
+}
 
+// readPID polls for the pid file of hangingGit.
+func readPID(t *testing.T, path string, done <-chan error) int {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if data, err := os.ReadFile(path); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+				t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+				return pid
+			}
+		}
+		if done != nil {
+			select {
+			case err := <-done:
+				t.Fatalf("git returned before its child was ready: %v", err)
+			default:
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "the stand-in git never started")
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitGone polls until process pid has ended.
+func waitGone(t *testing.T, pid int) {
+	deadline := time.Now().Add(20 * time.Second)
+	for testenv.ProcessAlive(pid) {
+		require.True(t, time.Now().Before(deadline), "the child %d outlived the stopped git", pid)
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestGitCancelStopsItsGroup: a git cancelled while it hangs (a second
+// Ctrl+C) ends with the context's error at once, and takes its own child
+// with it rather than leaving it behind or waiting for it to let go of the
+// pipes.
+func TestGitCancelStopsItsGroup(t *testing.T) {
+	dir := newRepo(t, true)
+	childPID := hangingGit(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -107,21 +145,7 @@ func TestGitCancelStopsItsGroup(t *testing.T) {
 		_, err := Changes(ctx, dir)
 		done <- err
 	}()
-	pid := 0
-	deadline := time.Now().Add(20 * time.Second)
-	for pid == 0 {
-		if data, err := os.ReadFile(childPID); err == nil {
-			pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("git status returned before its hook was ready: %v", err)
-		default:
-		}
-		require.True(t, time.Now().Before(deadline), "the fsmonitor hook never started")
-		time.Sleep(10 * time.Millisecond)
-	}
-	defer syscall.Kill(pid, syscall.SIGKILL)
+	pid := readPID(t, childPID, done)
 
 	cancel()
 	start := time.Now()
@@ -131,11 +155,21 @@ func TestGitCancelStopsItsGroup(t *testing.T) {
 	case <-time.After(gitKillGrace + 10*time.Second):
 		t.Fatal("a cancelled git did not return")
 	}
-	assert.Less(t, time.Since(start), gitKillGrace, "the hook ended with SIGTERM, without waiting for SIGKILL")
-	for testenv.ProcessAlive(pid) {
-		require.True(t, time.Now().Before(deadline), "the hook's child %d outlived the cancelled git", pid)
-		time.Sleep(10 * time.Millisecond)
-	}
+	assert.Less(t, time.Since(start), gitKillGrace, "git ended with SIGTERM, without waiting for SIGKILL")
+	waitGone(t, pid)
+}
+
+// TestGitDeadlineStopsItsGroup: a git still running at its context's
+// deadline (the run's time budget) is stopped with its group and reports
+// the deadline.
+func TestGitDeadlineStopsItsGroup(t *testing.T) {
+	dir := newRepo(t, true)
+	childPID := hangingGit(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	_, err := TreeHash(ctx, dir)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	waitGone(t, readPID(t, childPID, nil))
 }
 
 // TestGitMissing: without git on PATH every command says so with

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -124,11 +125,19 @@ func (s *Supervisor) runProcess(ctx context.Context, phase string, spec worker.S
 // gitContext is the context of runr's own git commands inside a tick: the
 // first signal does not cut them short, because a git killed in the middle
 // of a commit leaves index.lock behind and the repository unusable until
-// someone removes it. They are brief and start no agent; the loop honours
-// the signal as soon as the tick is over. A second SIGINT, the user's
-// "now", still ends them (a pre-commit hook may hang).
+// someone removes it. They are brief, run no program the repository names
+// and start no agent; the loop honours the signal as soon as the tick is
+// over. A second SIGINT, the user's "now", still ends them, and so does the
+// time budget's deadline: a git stuck past it (a slow disk, a hung network
+// file system) is stopped with its group like any process of the run.
 func (s *Supervisor) gitContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	gctx, cancel := context.WithCancel(worker.WithKillNow(context.WithoutCancel(ctx), s.killNow))
+	base := worker.WithKillNow(context.WithoutCancel(ctx), s.killNow)
+	stopDeadline := func() {}
+	if !s.deadline.IsZero() {
+		base, stopDeadline = context.WithDeadline(base, s.deadline)
+	}
+	gctx, cancelGit := context.WithCancel(base)
+	cancel := func() { cancelGit(); stopDeadline() }
 	go func() {
 		select {
 		case <-s.killNow:
@@ -261,9 +270,15 @@ func (s *Supervisor) account(ar agents.Result, res worker.Result) {
 // run one) ends the step.
 func (s *Supervisor) afterImplement(ctx context.Context) (result, bool) {
 	st := s.st
+	// Read before any git call of the guards; the calls that follow run no
+	// program such a file could name, so the stop can name every file.
+	meta, err := s.changedGitMetadata(ctx)
+	if err != nil {
+		return s.gitFault(err), true
+	}
 	hash, err := guard.TreeHash(ctx, s.dir)
 	if err != nil {
-		return fault(err), true
+		return s.gitFault(err), true
 	}
 	if hash != st.TreeHash {
 		st.Counters.Noop = 0
@@ -276,7 +291,7 @@ func (s *Supervisor) afterImplement(ctx context.Context) (result, bool) {
 	st.TreeHash = hash
 	changed, committed, err := s.agentChanges(ctx)
 	if err != nil {
-		return fault(err), true
+		return s.gitFault(err), true
 	}
 	// The task file is runr's input, read once when the run started: an
 	// agent ticking its boxes is not out of scope.
@@ -285,6 +300,7 @@ func (s *Supervisor) afterImplement(ctx context.Context) (result, bool) {
 	if err != nil {
 		return result{Event: Event{Outcome: Fault, Code: stopreasons.ConfigInvalid}, stop: &stop{Stop: stopreasons.Stop{Message: err.Error()}}}, true
 	}
+	violations = append(meta, violations...)
 	if len(violations) > 0 {
 		var files, rules, named, ruleNames []string
 		for _, v := range violations {
@@ -300,8 +316,12 @@ func (s *Supervisor) afterImplement(ctx context.Context) (result, bool) {
 			named = append(named, fmt.Sprintf("%q (%s%s)", v.Path, r, committedNote(committed, v.Path)))
 		}
 		s.event("guard", map[string]any{"rule": "scope", "files": files, "rules": rules})
+		msg := fmt.Sprintf("%d changed file(s) outside the scope: %s", len(files), strings.Join(named, ", "))
+		if len(meta) > 0 {
+			msg += " (" + guard.RuleGitMetadata + ": git's own config, info and hooks files, which can make git run programs or hide changes, are outside every scope)"
+		}
 		return result{Event: Event{Outcome: ScopeViolated}, stop: &stop{Stop: stopreasons.Stop{Condition: strings.Join(ruleNames, ", "),
-			Message: fmt.Sprintf("%d changed file(s) outside the scope: %s", len(files), strings.Join(named, ", ")),
+			Message: msg,
 			Details: &stopreasons.StopDetails{Files: files, Rules: rules, Committed: onlyIn(committed, files)}}}}, true
 	}
 	if !st.Flags.AllowDeps {
@@ -324,6 +344,8 @@ func (s *Supervisor) afterImplement(ctx context.Context) (result, bool) {
 // started: in the working tree, and in commits it made itself, which leave
 // git status and so escape the baseline. The second list is the committed
 // ones. Commits up to GuardHead (runr's own checkpoints) were judged before.
+// The snapshot adds what git status no longer shows: files hidden by ignore
+// rules or index bits the agent set.
 func (s *Supervisor) agentChanges(ctx context.Context) (all, committed []string, err error) {
 	base := guard.Baseline(s.st.Baseline)
 	changed, err := guard.ChangedSince(ctx, s.dir, base)
@@ -335,8 +357,78 @@ func (s *Supervisor) agentChanges(ctx context.Context) (all, committed []string,
 		return nil, nil, err
 	}
 	all = append(changed, committed...)
+	if snap, err := s.guardSnapshot(); err != nil {
+		return nil, nil, err
+	} else if snap != nil {
+		hidden, err := snap.ChangedFiles(ctx, s.dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		all = append(all, hidden...)
+	}
 	slices.Sort(all)
 	return slices.Compact(all), committed, nil
+}
+
+// changedGitMetadata returns a violation for each of git's own files that
+// can start programs or hide changes (.git/config, .git/info/*,
+// .git/hooks/*) and changed since the start.
+func (s *Supervisor) changedGitMetadata(ctx context.Context) ([]guard.Violation, error) {
+	snap, err := s.guardSnapshot()
+	if err != nil || snap == nil {
+		return nil, err
+	}
+	files, err := snap.ChangedMeta(ctx, s.dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []guard.Violation
+	for _, f := range files {
+		out = append(out, guard.Violation{Path: f, Rule: guard.RuleGitMetadata})
+	}
+	return out, nil
+}
+
+// snapshotFile is the run dir's file that keeps the guard snapshot.
+const snapshotFile = "guard-snapshot.gob"
+
+// saveSnapshot keeps the guard snapshot in the run dir, for a resume.
+func (s *Supervisor) saveSnapshot() error {
+	data, err := s.snap.Encode()
+	if err != nil {
+		return err
+	}
+	return s.store.WriteRunFile(s.st.RunID, snapshotFile, data)
+}
+
+// guardSnapshot is the snapshot taken when the run started, read from the
+// run dir after a resume; nil for a run an older runr started.
+func (s *Supervisor) guardSnapshot() (*guard.Snapshot, error) {
+	if s.snap == nil {
+		data, err := s.store.ReadRunFile(s.st.RunID, snapshotFile)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if s.snap, err = guard.DecodeSnapshot(data); err != nil {
+			return nil, err
+		}
+	}
+	return s.snap, nil
+}
+
+// gitFault is the step's result when a git call of the guards or the
+// checkpoint failed: the time budget's stop when its deadline ended the
+// call, else a fault.
+func (s *Supervisor) gitFault(err error) result {
+	if errors.Is(err, context.DeadlineExceeded) {
+		if r, stopped := s.interrupted(worker.Result{Canceled: true}); stopped {
+			return r
+		}
+	}
+	return fault(err)
 }
 
 // committedNote marks a path the agent committed itself, since undoing that
@@ -540,11 +632,11 @@ func (s *Supervisor) checkpoint(ctx context.Context) result {
 		msg := fmt.Sprintf("runr %s: milestone %d/%d: %s", st.RunID, st.MilestoneIndex+1, len(st.Milestones), m.Goal)
 		exclude, err := s.untouchedFiles(ctx)
 		if err != nil {
-			return fault(err)
+			return s.gitFault(err)
 		}
 		sha, err := guard.CommitAll(ctx, s.dir, msg, exclude)
 		if err != nil {
-			return fault(err)
+			return s.gitFault(err)
 		}
 		m.Commit = sha
 		if sha != "" {

@@ -84,7 +84,8 @@ type Supervisor struct {
 	killNow    chan struct{}
 	lastOutput string
 	sessionID  string
-	pending    []pendingEvent // events waiting for the next write of state.json
+	pending    []pendingEvent  // events waiting for the next write of state.json
+	snap       *guard.Snapshot // the tree at the start (guardSnapshot)
 }
 
 type signalStop struct {
@@ -313,6 +314,12 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 	}
 	st.Baseline, st.GuardHead = base, head
 	st.StartChanges = nil
+	if s.snap, err = guard.TakeSnapshot(ctx, s.dir); err != nil {
+		return internalStop(err)
+	}
+	if err := s.saveSnapshot(); err != nil {
+		return internalStop(err)
+	}
 	for p := range base {
 		st.StartChanges = append(st.StartChanges, p)
 	}
