@@ -46,8 +46,23 @@ demo:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+# Every fuzz target, FUZZTIME each: go test fuzzes one target per run. Seed
+# corpora live in each package's testdata/fuzz; a crasher is written there.
+FUZZTIME ?= 10s
+FUZZ_TARGETS := \
+	stopconditions:FuzzDecode \
+	config:FuzzLoad \
+	state:FuzzLoadFile state:FuzzTimelineReader \
+	supervisor:FuzzMilestones \
+	agents:FuzzClaudeParser agents:FuzzCodexParser agents:FuzzGeminiParser \
+	agents:FuzzOpencodeParser agents:FuzzAiderParser agents:FuzzCommandParser
+
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 60s ./internal/stopconditions
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t#*:}; \
+		echo "fuzz $$fn ($(FUZZTIME)) in ./internal/$$pkg"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) ./internal/$$pkg; \
+	done
 
 clean:
 	rm -rf $(BIN)
