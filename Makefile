@@ -3,7 +3,7 @@ BIN     ?= bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build test test-short test-agents lint docs check-docs demo bench fuzz clean
+.PHONY: all build test test-short test-agents lint docs check-docs demo bench fuzz soak clean
 
 all: build
 
@@ -46,8 +46,32 @@ demo:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+# Every fuzz target, FUZZTIME each: go test fuzzes one target per run. Seed
+# corpora live in each package's testdata/fuzz; a crasher is written there.
+FUZZTIME ?= 10s
+FUZZ_TARGETS := \
+	stopconditions:FuzzDecode \
+	config:FuzzLoad \
+	state:FuzzLoadFile state:FuzzTimelineReader \
+	supervisor:FuzzMilestones \
+	agents:FuzzClaudeParser agents:FuzzCodexParser agents:FuzzGeminiParser \
+	agents:FuzzOpencodeParser agents:FuzzAiderParser agents:FuzzCommandParser
+
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 60s ./internal/stopconditions
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t#*:}; \
+		echo "fuzz $$fn ($(FUZZTIME)) in ./internal/$$pkg"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) ./internal/$$pkg; \
+	done
+
+# The kill -9 campaign at length: SOAK_TRIALS runs of runr killed with
+# SIGKILL at random instants, each resumed and checked (state.json, resume,
+# completion, orphan processes, temporary files). It prints its seed; replay
+# with RUNRTEST_SEED=N. `make test` runs 20 trials of it.
+SOAK_TRIALS ?= 1000
+
+soak:
+	RUNR_SOAK=1 RUNR_SOAK_TRIALS=$(SOAK_TRIALS) $(GO) test -count=1 -v -timeout 0 -run '^TestSoakKill9$$' ./tests
 
 clean:
 	rm -rf $(BIN)

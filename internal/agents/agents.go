@@ -7,6 +7,7 @@
 package agents
 
 import (
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -160,4 +161,22 @@ func Lookup(kind string) (Adapter, error) {
 	sort.Strings(known)
 	return nil, stopreasons.Errorf(stopreasons.ConfigInvalid,
 		"agent.kind %q is not a known agent: use one of %s", kind, strings.Join(known, ", "))
+}
+
+// usageGuard keeps the usage a parser reports to amounts a budget can add
+// up: the agent is untrusted, and a negative count or cost it prints would
+// hand budget back. A cost that is no amount at all is not known, so runr
+// estimates it from tokens where it can.
+type usageGuard struct{ Parser }
+
+func (p usageGuard) Finish(exitCode int, tail []byte) Result {
+	res := p.Parser.Finish(exitCode, tail)
+	for _, n := range []*int64{&res.InputTokens, &res.OutputTokens, &res.CacheReadTokens, &res.CacheWriteTokens} {
+		*n = max(*n, 0)
+	}
+	res.Turns = max(res.Turns, 0)
+	if !(res.CostUSD >= 0) || math.IsInf(res.CostUSD, 0) || !res.CostKnown {
+		res.CostUSD, res.CostKnown = 0, false
+	}
+	return res
 }

@@ -19,7 +19,7 @@ func (aiderAdapter) ReportsCost() bool            { return false }
 func (aiderAdapter) ReportsTokens() bool          { return true }
 func (aiderAdapter) Program(Request) string       { return "aider" }
 func (aiderAdapter) VersionArgs() []string        { return []string{"--version"} }
-func (aiderAdapter) NewParser(req Request) Parser { return newAiderParser(req) }
+func (aiderAdapter) NewParser(req Request) Parser { return usageGuard{newAiderParser(req)} }
 
 func (aiderAdapter) CredentialEnv() []string {
 	return []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY", "DEEPSEEK_API_KEY"}

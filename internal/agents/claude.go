@@ -18,7 +18,7 @@ func (claudeAdapter) ReportsCost() bool            { return true }
 func (claudeAdapter) ReportsTokens() bool          { return true }
 func (claudeAdapter) Program(Request) string       { return "claude" }
 func (claudeAdapter) VersionArgs() []string        { return []string{"--version"} }
-func (claudeAdapter) NewParser(req Request) Parser { return &claudeParser{req: req} }
+func (claudeAdapter) NewParser(req Request) Parser { return usageGuard{&claudeParser{req: req}} }
 
 func (claudeAdapter) CredentialEnv() []string {
 	return []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"}

@@ -26,7 +26,7 @@ func (codexAdapter) ReportsTokens() bool          { return true }
 func (codexAdapter) Program(Request) string       { return "codex" }
 func (codexAdapter) VersionArgs() []string        { return []string{"--version"} }
 func (codexAdapter) CredentialEnv() []string      { return []string{"OPENAI_API_KEY", "CODEX_API_KEY"} }
-func (codexAdapter) NewParser(req Request) Parser { return &codexParser{req: req} }
+func (codexAdapter) NewParser(req Request) Parser { return usageGuard{&codexParser{req: req}} }
 
 func (codexAdapter) Invocation(req Request) (Invocation, error) {
 	argv := []string{"codex", "exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write"}

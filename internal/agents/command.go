@@ -77,10 +77,10 @@ func CheckArgvPrompt(command []string, prompt string) error {
 }
 
 func (commandAdapter) NewParser(req Request) Parser {
-	return &commandParser{
+	return usageGuard{&commandParser{
 		signals: newSignalDetector(req.promise(), req.Prompt),
 		out:     tailBuffer{max: maxFinalText},
-	}
+	}}
 }
 
 // commandParser scans each stdout line for the signal as it streams, so a

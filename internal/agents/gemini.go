@@ -13,7 +13,7 @@ func (geminiAdapter) ReportsCost() bool            { return false }
 func (geminiAdapter) ReportsTokens() bool          { return true }
 func (geminiAdapter) Program(Request) string       { return "gemini" }
 func (geminiAdapter) VersionArgs() []string        { return []string{"--version"} }
-func (geminiAdapter) NewParser(req Request) Parser { return &geminiParser{req: req} }
+func (geminiAdapter) NewParser(req Request) Parser { return usageGuard{&geminiParser{req: req}} }
 
 func (geminiAdapter) CredentialEnv() []string {
 	return []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS"}

@@ -14,7 +14,7 @@ func (opencodeAdapter) ReportsCost() bool            { return true }
 func (opencodeAdapter) ReportsTokens() bool          { return true }
 func (opencodeAdapter) Program(Request) string       { return "opencode" }
 func (opencodeAdapter) VersionArgs() []string        { return []string{"--version"} }
-func (opencodeAdapter) NewParser(req Request) Parser { return &opencodeParser{req: req} }
+func (opencodeAdapter) NewParser(req Request) Parser { return usageGuard{&opencodeParser{req: req}} }
 
 func (opencodeAdapter) CredentialEnv() []string {
 	return []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"}
