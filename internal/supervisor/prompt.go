@@ -15,8 +15,9 @@ var checklistItem = regexp.MustCompile(`^\s*[-*+]\s+\[ \]\s+(.+?)\s*$`)
 func Milestones(task string) []state.Milestone {
 	var out []state.Milestone
 	for _, line := range strings.Split(task, "\n") {
-		if m := checklistItem.FindStringSubmatch(line); m != nil {
-			out = append(out, state.Milestone{Goal: m[1], Status: state.MilestonePending})
+		// An empty box is not a milestone: there is nothing to work on.
+		if m := checklistItem.FindStringSubmatch(line); m != nil && strings.TrimSpace(m[1]) != "" {
+			out = append(out, state.Milestone{Goal: strings.TrimSpace(m[1]), Status: state.MilestonePending})
 		}
 	}
 	if len(out) == 0 {
