@@ -309,3 +309,36 @@ func TestStateEdgeSymlinksInTheStoreAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// What the kill -9 campaign found left behind: a claim's temporary file in
+// active/ (killed while the run wrote its claim), a report's in a run that
+// had just completed (killed while it wrote report.md), and the store's
+// writability probe (killed while opening the store). The resume of the run
+// removes the first two at once, status the probe of a dead runr.
+func TestStateEdgeLeftoversOfKilledWritesFound(t *testing.T) {
+	repo, runDir := seStoppedRun(t)
+	id := filepath.Base(runDir)
+	home := filepath.Dir(seRunsDir(repo))
+	claimTemp := filepath.Join(home, "active", ".tmp-"+id+".json-12345")
+	require.NoError(t, os.WriteFile(claimTemp, []byte(`{"run_id":`), 0o644))
+	code, stdout, stderr := resRunr(t, repo, nil, "resume", id, "--max-iterations", "1", "--quiet")
+	require.Equal(t, 128, code, "%s\n%s", stdout, stderr)
+	assert.NoFileExists(t, claimTemp, "the resume of the run removes its claim's temporary file")
+
+	done := resumeRepo(t, map[string]string{"TASK.md": "Do it.\n"})
+	code, stdout, stderr = resRunr(t, done, nil, "run", "--task", "TASK.md", "--quiet", "--",
+		"fakeagent", "--do", "write out.txt x; status done")
+	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
+	reportTemp := filepath.Join(resRunDir(t, done), ".tmp-report.md-12345")
+	require.NoError(t, os.WriteFile(reportTemp, []byte("# half"), 0o644))
+	code, stdout, stderr = resRunr(t, done, nil, "resume", "latest")
+	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
+	assert.NoFileExists(t, reportTemp, "resuming a completed run removes what its last write left")
+
+	// A pid no process has: the probe's runr is dead.
+	probe := filepath.Join(seRunsDir(repo), ".tmp-probe-777-2147483600")
+	require.NoError(t, os.WriteFile(probe, nil, 0o644))
+	code, _, stderr = resRunr(t, repo, nil, "status")
+	require.Equal(t, 0, code, stderr)
+	assert.NoFileExists(t, probe, "status removes the probe of a runr that is gone")
+}

@@ -110,6 +110,13 @@ func Open(store *state.Store, req Request) (*Plan, error) {
 		return nil, err
 	}
 	if st.RunStatus == stopreasons.RunCompleted {
+		// Nothing to resume; taking the lock, when it is free, removes what
+		// a runr killed while writing the run's last files left behind.
+		if !req.DryRun {
+			if l, err := store.Acquire(id); err == nil {
+				l.Release()
+			}
+		}
 		return &Plan{RunID: id, State: st, Completed: true}, nil
 	}
 	var lock *state.Lock

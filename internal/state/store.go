@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -36,6 +37,7 @@ const (
 	lockFile      = "lock"
 	stopFile      = "stop-request"
 	tempPrefix    = ".tmp-"
+	probePrefix   = tempPrefix + "probe-"
 	creatingDir   = ".creating-"
 	runIDTimeForm = "20060102T150405Z"
 )
@@ -71,7 +73,9 @@ func Open(home string) (*Store, error) {
 		}
 	}
 	// The directories may exist but be read-only; only a real write tells.
-	probe, err := os.CreateTemp(filepath.Join(abs, runsDir), tempPrefix+"probe-")
+	// Named .tmp-probe-<random>-<pid>, so that status can tell a probe
+	// left by a killed runr from one being made now.
+	probe, err := os.CreateTemp(filepath.Join(abs, runsDir), probePrefix+"*-"+strconv.Itoa(os.Getpid()))
 	if err != nil {
 		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err,
 			"run store %s is not writable; fix its permissions or choose another store with --home", abs)

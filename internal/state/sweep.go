@@ -55,7 +55,7 @@ func (s *Store) Sweep(now time.Time) []string {
 				remove(path)
 			}
 		case strings.HasPrefix(name, tempPrefix) && fi.Mode().IsRegular():
-			if old(fi) {
+			if old(fi) || (strings.HasPrefix(name, probePrefix) && !creatorAlive(name)) {
 				remove(path)
 			}
 		case ValidRunID(name) && fi.IsDir():
@@ -143,5 +143,9 @@ func (s *Store) removeRunTemps(id string) {
 			return now.Sub(fi.ModTime()) > StaleAfter
 		}
 		return true
+	})
+	// The run's claim is written by the runr holding the run too.
+	removeTemps(filepath.Join(s.Home, activeDir), func(fi fs.FileInfo) bool {
+		return strings.HasPrefix(fi.Name(), tempPrefix+id+".json")
 	})
 }
