@@ -40,6 +40,9 @@ type Snapshot struct {
 	Excludes string               // the ignore patterns in force at the start, as one top-level exclude file
 	Files    map[string]FileState // every file not ignored at the start, by path relative to the root
 	Meta     map[string]string    // git's own files, by name (".git/config"), to a content hash
+	// CommonDir and GitDir are where git's own files were at the start, so
+	// that ChangedMeta can read them without asking git.
+	CommonDir, GitDir string
 }
 
 // FileState is a file's content hash (as Baseline spells it) and the stat
@@ -65,7 +68,10 @@ func TakeSnapshot(ctx context.Context, dir string) (*Snapshot, error) {
 		return nil, err
 	}
 	snap := &Snapshot{Taken: time.Now()}
-	if snap.Meta, err = metaFiles(ctx, top); err != nil {
+	if snap.CommonDir, snap.GitDir, err = gitDirs(ctx, top); err != nil {
+		return nil, err
+	}
+	if snap.Meta, err = metaFiles(snap.CommonDir, snap.GitDir); err != nil {
 		return nil, err
 	}
 	if snap.Excludes, err = startExcludes(ctx, top); err != nil {
@@ -118,14 +124,21 @@ func (s *Snapshot) ChangedFiles(ctx context.Context, dir string) ([]string, erro
 
 // ChangedMeta returns, sorted, the names of git's own files (".git/config",
 // ".git/hooks/post-index-change") created, changed or deleted since the
-// snapshot. It runs no git, so it can be asked before any git call that such
-// a file could subvert.
+// snapshot. With the git dirs the snapshot recorded it runs no git, so it
+// can be asked before any git call that such a file could subvert.
 func (s *Snapshot) ChangedMeta(ctx context.Context, dir string) ([]string, error) {
-	top, err := TopLevel(ctx, dir)
-	if err != nil {
-		return nil, err
+	common, own := s.CommonDir, s.GitDir
+	if common == "" {
+		// A snapshot that did not record them: ask git once.
+		top, err := TopLevel(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		if common, own, err = gitDirs(ctx, top); err != nil {
+			return nil, err
+		}
 	}
-	now, err := metaFiles(ctx, top)
+	now, err := metaFiles(common, own)
 	if err != nil {
 		return nil, err
 	}
@@ -239,20 +252,25 @@ func stateOf(ctx context.Context, top string, paths []string, prev *Snapshot) (m
 	return out, nil
 }
 
-// metaFiles hashes git's own files that can start programs or change what
-// git shows: config (and config.worktree), everything under info/ and
-// hooks/, of the common dir and of the worktree's own git dir. Names are
-// ".git/..." for the common dir, else the absolute path.
-func metaFiles(ctx context.Context, top string) (map[string]string, error) {
+// gitDirs returns the absolute common and own git directories of the
+// working tree at top.
+func gitDirs(ctx context.Context, top string) (common, own string, err error) {
 	out, err := git(ctx, top, "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir")
 	if err != nil {
-		return nil, fmt.Errorf("find the git dir of %s: %w", top, err)
+		return "", "", fmt.Errorf("find the git dir of %s: %w", top, err)
 	}
 	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
 	if len(lines) != 2 {
-		return nil, fmt.Errorf("find the git dir of %s: unexpected output %q", top, out)
+		return "", "", fmt.Errorf("find the git dir of %s: unexpected output %q", top, out)
 	}
-	common, own := filepath.FromSlash(lines[0]), filepath.FromSlash(lines[1])
+	return filepath.FromSlash(lines[0]), filepath.FromSlash(lines[1]), nil
+}
+
+// metaFiles hashes git's own files that can start programs or change what
+// git shows: config (and config.worktree), everything under info/ and
+// hooks/, of the common dir and of the worktree's own git dir. Names are
+// ".git/..." for the common dir, else the absolute path. It runs no git.
+func metaFiles(common, own string) (map[string]string, error) {
 	name := func(full string) string {
 		if rel, err := filepath.Rel(common, full); err == nil && !strings.HasPrefix(rel, "..") {
 			return path.Join(filepath.Base(common), filepath.ToSlash(rel))
