@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/doctor"
+	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/supervisor"
@@ -121,8 +126,9 @@ func (l *liveLine) done() {
 }
 
 // printSummary writes the end-of-run summary: reason, title, category,
-// the diagnosis, the exact next commands, the exit code.
-func printSummary(io *IOStreams, store *state.Store, st *state.State) {
+// the diagnosis, the exact next commands, the exit code; cfg, the run's
+// config (nil when unknown), says whether its work was committed.
+func printSummary(io *IOStreams, store *state.Store, st *state.State, cfg *config.Config) {
 	p := io.OutPainter()
 	w := io.Out
 	r := st.StopReason
@@ -158,7 +164,50 @@ func printSummary(io *IOStreams, store *state.Store, st *state.State) {
 			fmt.Fprintf(w, "  $ %s\n", stopreasons.VisibleLine(a))
 		}
 	}
+	printUncommitted(io, st, cfg)
 	fmt.Fprintf(w, "  details: runr doctor %s\n", st.RunID)
+}
+
+// printUncommitted ends the summary of a completed run that left its work
+// uncommitted (checkpoint.commit off): where the changes are and how to
+// commit them. The files dirty before the run (the task, the config) are
+// not the run's changes.
+func printUncommitted(io *IOStreams, st *state.State, cfg *config.Config) {
+	if cfg == nil || cfg.Checkpoint.Commit || st.Branch != "" || st.StopReason.Code != stopreasons.Complete {
+		return
+	}
+	dir := st.Repo
+	if st.Worktree != "" {
+		dir = st.Worktree
+	}
+	changes, err := guard.Changes(context.Background(), dir)
+	if err != nil {
+		return
+	}
+	n := 0
+	for _, c := range changes {
+		if !slices.Contains(st.StartChanges, c.Path) {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	w := io.Out
+	fmt.Fprintf(w, "  the changes (%s) are left uncommitted in %s (checkpoint.commit is off); review and commit them:\n", plural(n, "file"), stopreasons.VisibleLine(dir))
+	fmt.Fprintf(w, "  $ %s\n", commitCommand(dir))
+}
+
+// commitCommand commits every change of the checkout dir, from the
+// working directory or elsewhere.
+func commitCommand(dir string) string {
+	if wd, err := os.Getwd(); err == nil {
+		if top, err := guard.TopLevel(context.Background(), wd); err == nil && top == dir {
+			return "git add -A && git commit"
+		}
+	}
+	q := stopreasons.ShellQuote(dir)
+	return fmt.Sprintf("git -C %s add -A && git -C %s commit", q, q)
 }
 
 // runSummary is the --json summary of a stopped run.

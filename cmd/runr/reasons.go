@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -28,11 +29,15 @@ type ReasonsOptions struct {
 func NewCmdReasons(f *Factory, runF func(*ReasonsOptions) error) *cobra.Command {
 	opts := &ReasonsOptions{IO: f.IO}
 	cmd := &cobra.Command{
-		Use:   "reasons [CODE]",
+		Use:   "reasons [CODE|EXIT]",
 		Short: "List every stop reason with its exit code, or explain one",
 		Long: `List every stop reason runr can stop with: its code, exit code, family,
-category, whether --auto-resume retries it, and its title. With a CODE, print
-that reason in full with its diagnosis and next actions.`,
+category, whether --auto-resume retries it, and its title. With a CODE (e.g.
+timeout) or an exit code (e.g. 124), print that reason in full with its
+diagnosis and next actions.`,
+		Example: `  runr reasons
+  runr reasons timeout
+  runr reasons 124`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -71,7 +76,10 @@ func reasonsRun(opts *ReasonsOptions) error {
 		}
 	}
 	if opts.Code != "" {
-		r, ok := stopreasons.Lookup(stopreasons.Code(opts.Code))
+		r, ok, err := findReason(opts.Code)
+		if err != nil {
+			return err
+		}
 		if !ok {
 			msg := fmt.Sprintf("no stop reason %q", opts.Code)
 			var codes []string
@@ -92,6 +100,31 @@ func reasonsRun(opts *ReasonsOptions) error {
 		return writeReasonDetail(opts.IO, rows[0])
 	}
 	return writeReasonsTable(opts.IO, rows)
+}
+
+// findReason looks a reason up by its code or, for a number, by its exit
+// code; a number that is no reason's exit code is a usage error that says so.
+func findReason(arg string) (stopreasons.Reason, bool, error) {
+	n, err := strconv.Atoi(arg)
+	if err != nil {
+		r, ok := stopreasons.Lookup(stopreasons.Code(arg))
+		return r, ok, nil
+	}
+	for _, r := range stopreasons.All() {
+		if r.ExitCode == n {
+			return r, true, nil
+		}
+	}
+	msg := fmt.Sprintf("no stop reason exits with %d: runr exits only with the codes 'runr reasons' lists, and a script must treat any other as a failure", n)
+	if n > 128 && n < 160 {
+		// 130 and 143 are runr's own and found above; the others are how a
+		// shell reports a process ended by a signal.
+		msg += fmt.Sprintf("; %d is how a shell reports a process killed by signal %d", n, n-128)
+		if n == 137 {
+			msg += " (SIGKILL): a run whose runr was killed so shows as crashed in 'runr status' and continues with 'runr resume'"
+		}
+	}
+	return stopreasons.Reason{}, false, stopreasons.Errorf(stopreasons.UsageError, "%s", msg)
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -49,6 +50,10 @@ func TestReasonsExitCodes(t *testing.T) {
 		{[]string{"frobnicate"}, 64, "", "unknown command"},
 		{[]string{"version"}, 0, "runr ", ""},
 		{[]string{"--version"}, 0, "runr ", ""},
+		{[]string{"reasons", "124"}, 0, "timeout  Time budget spent", ""},
+		{[]string{"reasons", "0"}, 0, "complete  Run completed", ""},
+		{[]string{"reasons", "7"}, 64, "", "no stop reason exits with 7"},
+		{[]string{"reasons", "137"}, 64, "", "killed by signal 9 (SIGKILL)"},
 	}
 	for _, tt := range tests {
 		io, out, errb := testStreams()
@@ -95,4 +100,16 @@ func TestNoColorEnvironmentTurnsColourOff(t *testing.T) {
 	s.OutTTY, s.ErrTTY = true, true
 	assert.False(t, s.ColorOut(), "NO_COLOR set: no colour on stdout even on a terminal")
 	assert.False(t, s.ColorErr(), "NO_COLOR set: no colour on stderr even on a terminal")
+}
+
+// Every exit code of the registry finds its reason, as JSON too.
+func TestReasonsByExitCode(t *testing.T) {
+	for _, r := range stopreasons.All() {
+		io, out, errb := testStreams()
+		require.Equal(t, 0, Main([]string{"reasons", strconv.Itoa(r.ExitCode), "--json"}, io), errb.String())
+		var rows []stopreasons.Reason
+		require.NoError(t, json.Unmarshal(out.Bytes(), &rows))
+		require.Len(t, rows, 1)
+		assert.Equal(t, r.Code, rows[0].Code)
+	}
 }

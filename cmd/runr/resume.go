@@ -65,10 +65,10 @@ The exit code says why the run stopped: see 'runr reasons'.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Time, "time", "", "grant this much more time, e.g. 30m (a bare number means minutes)")
-	fl.StringVar(&opts.MaxTicks, "max-ticks", "", "grant this many more phase steps")
-	fl.StringVar(&opts.MaxIterations, "max-iterations", "", "grant this many more agent calls")
-	fl.StringVar(&opts.MaxCost, "max-cost", "", "grant this much more cost budget in USD")
+	fl.Var(&typedFlag{value: &opts.Time, kind: "duration"}, "time", "grant this much more time, e.g. 30m (a bare number means minutes)")
+	fl.Var(&typedFlag{value: &opts.MaxTicks, kind: "int"}, "max-ticks", "grant this many more phase steps")
+	fl.Var(&typedFlag{value: &opts.MaxIterations, kind: "int"}, "max-iterations", "grant this many more agent calls")
+	fl.Var(&typedFlag{value: &opts.MaxCost, kind: "float"}, "max-cost", "grant this much more cost budget in USD")
 	fl.BoolVar(&opts.AllowDeps, "allow-deps", false, "allow the agent to change lockfiles from now on")
 	fl.BoolVar(&opts.ForceParallel, "force-parallel", false, "continue even when a live run claims an overlapping scope")
 	fl.BoolVar(&opts.Force, "force", false, "continue even though the config changed since the run started")
@@ -159,6 +159,9 @@ func resumeRun(opts *ResumeOptions) error {
 	if opts.Plan {
 		return printPlan(io, plan, opts)
 	}
+	if plan.Config != nil {
+		warnConfig(io, plan.Config)
+	}
 	sigs, stopSignals := notifySignals()
 	defer stopSignals()
 	live := newLiveLine(io, opts.Quiet || opts.JSON)
@@ -186,7 +189,7 @@ func resumeRun(opts *ResumeOptions) error {
 	}
 	st, err := runner.Continue(context.Background(), plan)
 	live.done()
-	return finishRun(io, store, st, err, opts.JSON)
+	return finishRun(io, store, st, err, opts.JSON, plan.Config)
 }
 
 // printPlan shows what `runr resume` would do, on stdout.

@@ -37,18 +37,20 @@ type RunOptions struct {
 // configFlags map `runr run` flags to config keys; their values are
 // checked by config, so `--time banana` is config_invalid like a bad
 // runr.yaml value.
+// kind is the kind of value the help shows for a single-valued flag.
 var configFlags = []struct {
 	flag, key, usage string
 	list             bool
+	kind             string
 }{
-	{"agent", "agent.kind", "agent kind: claude, codex, gemini, opencode, aider or command", false},
-	{"verify", "verify.commands", "verification command, run with sh -c (repeatable)", true},
-	{"time", "budget.time", "time budget, e.g. 30m or 1h30m (a bare number means minutes)", false},
-	{"max-ticks", "budget.max_ticks", "at most this many phase steps", false},
-	{"max-iterations", "budget.max_iterations", "at most this many agent calls", false},
-	{"max-cost", "budget.max_cost_usd", "cost budget in USD", false},
-	{"allow", "scope.allow", "glob of files the agent may change (repeatable)", true},
-	{"deny", "scope.deny", "glob of files the agent must not change (repeatable)", true},
+	{"agent", "agent.kind", "agent kind: claude, codex, gemini, opencode, aider or command", false, "string"},
+	{"verify", "verify.commands", "verification command, run with sh -c (repeatable)", true, ""},
+	{"time", "budget.time", "time budget, e.g. 30m or 1h30m (a bare number means minutes)", false, "duration"},
+	{"max-ticks", "budget.max_ticks", "at most this many phase steps", false, "int"},
+	{"max-iterations", "budget.max_iterations", "at most this many agent calls", false, "int"},
+	{"max-cost", "budget.max_cost_usd", "cost budget in USD", false, "float"},
+	{"allow", "scope.allow", "glob of files the agent may change (repeatable)", true, ""},
+	{"deny", "scope.deny", "glob of files the agent must not change (repeatable)", true, ""},
 }
 
 // NewCmdRun builds `runr run`; runF, when a test passes one, gets the parsed
@@ -112,7 +114,8 @@ The exit code says why the run stopped: see 'runr reasons'.`,
 		if cf.list {
 			lists[cf.flag] = fl.StringArray(cf.flag, nil, cf.usage)
 		} else {
-			values[cf.flag] = fl.String(cf.flag, "", cf.usage)
+			values[cf.flag] = new(string)
+			fl.Var(&typedFlag{value: values[cf.flag], kind: cf.kind}, cf.flag, cf.usage)
 		}
 	}
 	fl.BoolVar(&opts.Flags.AllowDeps, "allow-deps", false, "allow the agent to change lockfiles")
@@ -146,6 +149,7 @@ func runRun(opts *RunOptions) error {
 	if err := checkPromptArgv(cfg, prompt); err != nil {
 		return err
 	}
+	warnConfig(io, cfg)
 	store, err := opts.Store()
 	if err != nil {
 		return err
@@ -174,7 +178,7 @@ func runRun(opts *RunOptions) error {
 	if st == nil {
 		return err
 	}
-	return finishRun(io, store, st, err, opts.JSON)
+	return finishRun(io, store, st, err, opts.JSON, cfg)
 }
 
 // readTask finds the task: --prompt text, else the task file (--task, or
@@ -220,9 +224,20 @@ func checkPromptArgv(cfg *config.Config, task string) error {
 	return agents.CheckArgvPrompt(cfg.Agent.Command, supervisor.FirstPrompt(task, cfg.Agent.CompletionPromise))
 }
 
+// warnConfig prints, before a run starts, the config's warnings and what a
+// run with no check at all means.
+func warnConfig(io *IOStreams, cfg *config.Config) {
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(io.Err, "runr: warning: %s\n", stopreasons.Visible(w))
+	}
+	if len(cfg.Verify.Commands) == 0 && len(cfg.Review.Command) == 0 {
+		fmt.Fprintln(io.Err, "runr: warning: no verify command and no review: each milestone is approved on the agent's word (pass --verify 'CMD' or set verify.commands in runr.yaml)")
+	}
+}
+
 // finishRun prints the summary of a stopped run and turns its reason into
-// the exit code.
-func finishRun(io *IOStreams, store *state.Store, st *state.State, runErr error, asJSON bool) error {
+// the exit code. cfg is the run's config, nil when unknown.
+func finishRun(io *IOStreams, store *state.Store, st *state.State, runErr error, asJSON bool, cfg *config.Config) error {
 	if st == nil || st.StopReason == nil {
 		if runErr == nil {
 			runErr = stopreasons.Errorf(stopreasons.InternalError, "the run ended without a stop reason")
@@ -237,7 +252,7 @@ func finishRun(io *IOStreams, store *state.Store, st *state.State, runErr error,
 			return err
 		}
 	} else {
-		printSummary(io, store, st)
+		printSummary(io, store, st, cfg)
 	}
 	if st.StopReason.Code == stopreasons.Complete {
 		return nil

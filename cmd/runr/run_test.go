@@ -84,3 +84,27 @@ func TestNewCmdRunRefusesArgumentsOutsideTheArgv(t *testing.T) {
 		assert.False(t, called, "%v: nothing runs after a usage error", args)
 	}
 }
+
+// The help names the kind of value a budget flag takes, while the value
+// is still checked by config (run) or parseGrant (resume), so that a bad
+// one is config_invalid named with its flag.
+func TestBudgetFlagsShowTheirType(t *testing.T) {
+	for _, cmd := range []*cobra.Command{NewCmdRun(testFactory(), nil), NewCmdResume(testFactory(), nil)} {
+		usage := cmd.Flags().FlagUsages()
+		assert.Regexp(t, `--time duration +`, usage, cmd.Name())
+		assert.Regexp(t, `--max-ticks int +`, usage, cmd.Name())
+		assert.Regexp(t, `--max-iterations int +`, usage, cmd.Name())
+		assert.Regexp(t, `--max-cost float +`, usage, cmd.Name())
+	}
+
+	var got *RunOptions
+	require.NoError(t, execute(t, NewCmdRun(testFactory(), func(o *RunOptions) error { got = o; return nil }), "--max-ticks", "x", "--time", "5"))
+	assert.ElementsMatch(t, []config.Override{
+		{Key: "budget.max_ticks", Value: "x", Source: "--max-ticks"},
+		{Key: "budget.time", Value: "5", Source: "--time"},
+	}, got.Overrides, "the text goes to config as typed")
+
+	_, err := parseGrant(&ResumeOptions{MaxTicks: "x"})
+	assert.Equal(t, stopreasons.ConfigInvalid, stopreasons.CodeOf(err))
+	assert.ErrorContains(t, err, "--max-ticks x")
+}

@@ -36,6 +36,9 @@ type Config struct {
 	// runr.yaml: durations as strings, custom conditions as written. It is
 	// what a run records as config.json and what Hash digests.
 	Raw map[string]any
+	// Warnings are for stderr: RUNR_ variables that look like a misspelt
+	// key (EnvWarnings). They change nothing in the config.
+	Warnings []string
 }
 
 // Agent is the `agent:` section.
@@ -115,7 +118,8 @@ type LoadOptions struct {
 }
 
 // Load resolves the configuration. RUNR_* variables that name no key are
-// ignored, since runr sets some for its children; an empty variable counts as
+// ignored, since runr sets some for its children; one that looks like a
+// misspelt key gets a warning in Warnings. An empty variable counts as
 // unset. Errors are config_invalid, except an override of an unknown key,
 // which is a bug of the caller (internal_error).
 func Load(opts LoadOptions) (*Config, error) {
@@ -177,6 +181,7 @@ func Load(opts LoadOptions) (*Config, error) {
 		return nil, err
 	}
 	c.File = path
+	c.Warnings = EnvWarnings(opts.Environ)
 	return c, nil
 }
 
