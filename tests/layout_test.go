@@ -14,6 +14,7 @@ import (
 // floor, open to every package but the pure evaluator.
 var allowedImports = map[string][]string{
 	"resume":         {"supervisor", "state", "config", "worker", "stopreasons"},
+	"initcfg":        {"agents", "config", "worker", "stopreasons"},
 	"supervisor":     {"stopconditions", "agents", "guard", "worker", "state", "doctor", "config", "stopreasons"},
 	"doctor":         {"guard", "state", "stopconditions", "config", "worker", "stopreasons"},
 	"agents":         {"worker", "stopreasons"},

@@ -86,6 +86,7 @@ Every exit code is listed by 'runr reasons'.`,
 	root.SetOut(io.Out)
 	root.SetErr(io.Err)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
+	// `runr completion` is runr's own command, with its exit codes.
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetVersionTemplate("runr {{.Version}}\n")
 
@@ -101,7 +102,10 @@ Every exit code is listed by 'runr reasons'.`,
 		NewCmdStop(f, nil),
 		NewCmdDoctor(f, nil),
 		NewCmdReasons(f, nil),
+		NewCmdInit(f, nil),
+		NewCmdCompletion(f),
 		NewCmdVersion(f, nil),
 	)
+	addCompletions(root, f)
 	return root, parsed
 }

@@ -50,6 +50,11 @@ var defaultLockfiles = []string{
 	"poetry.lock", "uv.lock", "Gemfile.lock", "composer.lock",
 }
 
+// DefaultLockfiles returns the default of scope.lockfiles.
+func DefaultLockfiles() []string {
+	return append([]string(nil), defaultLockfiles...)
+}
+
 // keyDefs lists every key in the order of DESIGN §10; that order is also
 // the order in which values are checked, so the first error is predictable.
 var keyDefs = func() []keyDef {

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runr-dev/runr/internal/agents"
+	"github.com/runr-dev/runr/internal/state"
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// shells are the shells `runr completion` writes a script for.
+var shells = []string{"bash", "zsh", "fish", "powershell"}
+
+// NewCmdCompletion builds `runr completion SHELL`. The script it prints
+// asks runr itself (its hidden __complete command) for the candidates, so
+// run ids come from the run store as it is when Tab is pressed.
+func NewCmdCompletion(f *Factory) *cobra.Command {
+	io := f.IO
+	return &cobra.Command{
+		Use:   "completion bash|zsh|fish|powershell",
+		Short: "Print a shell completion script",
+		Long: `Print the completion script of a shell on stdout. Run ids (newest first, for
+resume, status, stop, doctor and logs), stop reason codes and exit codes (for
+reasons), and agent kinds (--agent) complete from runr itself.
+
+  bash:        source <(runr completion bash)        (needs bash-completion)
+  zsh:         runr completion zsh > "${fpath[1]}/_runr"
+  fish:        runr completion fish > ~/.config/fish/completions/runr.fish
+  powershell:  runr completion powershell | Out-String | Invoke-Expression`,
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: shells,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			root := cmd.Root()
+			switch args[0] {
+			case "bash":
+				return root.GenBashCompletionV2(io.Out, true)
+			case "zsh":
+				return root.GenZshCompletion(io.Out)
+			case "fish":
+				return root.GenFishCompletion(io.Out, true)
+			case "powershell":
+				return root.GenPowerShellCompletionWithDesc(io.Out)
+			}
+			return stopreasons.Errorf(stopreasons.UsageError, "no completion for shell %q: runr writes one for %s", args[0], strings.Join(shells, ", "))
+		},
+	}
+}
+
+// maxDescribed bounds the runs whose state.json a completion reads for its
+// description: pressing Tab must stay quick in a store of many runs.
+const maxDescribed = 30
+
+// completeRunIDs completes a run reference: latest, then the run ids of
+// the store, newest first, read-only. A store that cannot be read
+// completes nothing rather than failing.
+func completeRunIDs(f *Factory) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		const directive = cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveKeepOrder
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var out []cobra.Completion
+		if strings.HasPrefix("latest", toComplete) {
+			out = append(out, cobra.CompletionWithDesc("latest", "the run created last"))
+		}
+		store, err := f.StoreRead()
+		if err != nil {
+			return out, directive
+		}
+		ids, err := store.List()
+		if err != nil {
+			return out, directive
+		}
+		slices.Reverse(ids)
+		described := 0
+		for _, id := range ids {
+			if !strings.HasPrefix(id, toComplete) {
+				continue
+			}
+			desc := ""
+			if described < maxDescribed {
+				described++
+				desc = describeRun(store, id)
+			}
+			out = append(out, cobra.CompletionWithDesc(id, desc))
+		}
+		return out, directive
+	}
+}
+
+// describeRun is a run's status and stop reason, for a completion's
+// description; "" when its state cannot be read.
+func describeRun(store *state.Store, id string) string {
+	st, err := store.Load(id)
+	if err != nil {
+		return ""
+	}
+	desc := store.DisplayStatus(st)
+	if st.StopReason != nil && st.StopReason.Code != stopreasons.Complete {
+		desc += " · " + string(st.StopReason.Code)
+	}
+	return stopreasons.VisibleLine(desc)
+}
+
+// completeReasons completes `runr reasons`: every code, then every exit code.
+func completeReasons(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []cobra.Completion
+	all := stopreasons.All()
+	for _, r := range all {
+		if strings.HasPrefix(string(r.Code), toComplete) {
+			out = append(out, cobra.CompletionWithDesc(string(r.Code), fmt.Sprintf("exit %d: %s", r.ExitCode, r.Title)))
+		}
+	}
+	for _, r := range all {
+		if exit := strconv.Itoa(r.ExitCode); strings.HasPrefix(exit, toComplete) {
+			out = append(out, cobra.CompletionWithDesc(exit, string(r.Code)))
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveKeepOrder
+}
+
+func completeList(values []string) cobra.CompletionFunc {
+	return cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp)
+}
+
+// addCompletions attaches the dynamic completions to the commands of root
+// by name, so that a command's own file stays about its work.
+func addCompletions(root *cobra.Command, f *Factory) {
+	var families []string
+	for _, fam := range stopreasons.Families {
+		families = append(families, string(fam.Family))
+	}
+	var codes []string
+	for _, r := range stopreasons.All() {
+		codes = append(codes, string(r.Code))
+	}
+	flag := func(cmd *cobra.Command, name string, fn cobra.CompletionFunc) {
+		if cmd.Flags().Lookup(name) != nil {
+			// Registered once per flag; a second registration is the only error.
+			_ = cmd.RegisterFlagCompletionFunc(name, fn)
+		}
+	}
+	for _, cmd := range root.Commands() {
+		switch cmd.Name() {
+		case "resume", "status", "stop", "doctor", "logs":
+			if cmd.ValidArgsFunction == nil {
+				cmd.ValidArgsFunction = completeRunIDs(f)
+			}
+		case "reasons":
+			cmd.ValidArgsFunction = completeReasons
+		case "init", "version":
+			cmd.ValidArgsFunction = cobra.NoFileCompletions
+		}
+		flag(cmd, "agent", completeList(agents.Kinds()))
+		flag(cmd, "reason", completeList(codes))
+		flag(cmd, "family", completeList(families))
+	}
+}

@@ -1,0 +1,131 @@
+// Package initcfg writes a first runr.yaml for a repository, and a TASK.md
+// template when there is none: it detects the kind of project (Go, Rust,
+// Node, Python, a Makefile) for the verify command, and the agent CLI on
+// PATH. It never writes through a symlink or over a file it was not told
+// to replace.
+package initcfg
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/runr-dev/runr/internal/agents"
+	"github.com/runr-dev/runr/internal/worker"
+)
+
+// Project is what Detect found in a repository's root.
+type Project struct {
+	Kind   string // go, rust, node, python, make; "" when none was found
+	Marker string // the file that told: go.mod, Cargo.toml, ...
+	Verify string // the verify command; "" when the project has none to run
+	// Note says why there is no verify command, or how it was chosen.
+	Note string
+}
+
+// maxManifest bounds what is read of package.json and a Makefile: init
+// reads only to choose a command.
+const maxManifest = 1 << 20
+
+// Detect looks at dir's root for the files that say how the project is
+// tested. A language's own test command comes first (go test, cargo test,
+// the package.json test script, pytest), in that order when there are
+// several; a Makefile's test target is used when no language gives one,
+// since `make test` often runs much more than a milestone needs.
+func Detect(dir string) Project {
+	has := func(name string) bool {
+		info, err := os.Stat(filepath.Join(dir, name))
+		return err == nil && info.Mode().IsRegular()
+	}
+	var fallback *Project
+	switch {
+	case has("go.mod"):
+		return Project{Kind: "go", Marker: "go.mod", Verify: "go test ./..."}
+	case has("Cargo.toml"):
+		return Project{Kind: "rust", Marker: "Cargo.toml", Verify: "cargo test"}
+	case has("package.json"):
+		p := Project{Kind: "node", Marker: "package.json"}
+		if hasTestScript(filepath.Join(dir, "package.json")) {
+			p.Verify = nodeRunner(has) + " test"
+			return p
+		}
+		p.Note = `package.json has no "test" script: add one, then list "npm test" here`
+		fallback = &p
+	case has("pyproject.toml"):
+		return Project{Kind: "python", Marker: "pyproject.toml", Verify: "python3 -m pytest"}
+	}
+	if has("Makefile") && hasTestTarget(filepath.Join(dir, "Makefile")) {
+		return Project{Kind: "make", Marker: "Makefile", Verify: "make test"}
+	}
+	if fallback != nil {
+		return *fallback
+	}
+	return Project{Note: "no go.mod, Cargo.toml, package.json, pyproject.toml or Makefile with a test target was found: list the commands that check the work"}
+}
+
+// npmPlaceholder is the test script `npm init` writes, which only fails.
+const npmPlaceholder = `echo "Error: no test specified" && exit 1`
+
+func hasTestScript(path string) bool {
+	data, err := readBounded(path)
+	if err != nil {
+		return false
+	}
+	var pkg struct {
+		Scripts map[string]any `json:"scripts"`
+	}
+	if json.Unmarshal(data, &pkg) != nil {
+		return false
+	}
+	s, ok := pkg.Scripts["test"].(string)
+	return ok && strings.TrimSpace(s) != "" && strings.TrimSpace(s) != npmPlaceholder
+}
+
+// nodeRunner is the package manager whose lockfile the project has.
+func nodeRunner(has func(string) bool) string {
+	switch {
+	case has("pnpm-lock.yaml"):
+		return "pnpm"
+	case has("yarn.lock"):
+		return "yarn"
+	}
+	return "npm"
+}
+
+// testTarget matches a Makefile rule for test (also "test check: ...").
+var testTarget = regexp.MustCompile(`(?m)^(?:[^\s:#=]+[ \t]+)*test(?:[ \t]+[^\s:#=]+)*[ \t]*::?(?:[^=]|$)`)
+
+func hasTestTarget(path string) bool {
+	data, err := readBounded(path)
+	return err == nil && testTarget.Match(data)
+}
+
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxManifest))
+}
+
+// Agent returns the first agent CLI of agents.Kinds() found on the PATH of
+// env, or "claude" and false when none is.
+func Agent(env []string) (kind string, found bool) {
+	for _, k := range agents.Kinds() {
+		if k == "command" {
+			continue
+		}
+		a, err := agents.Lookup(k)
+		if err != nil {
+			continue
+		}
+		if _, err := worker.LookPath(a.Program(agents.Request{}), "", env); err == nil {
+			return k, true
+		}
+	}
+	return "claude", false
+}
