@@ -100,6 +100,7 @@ Every exit code is listed by 'runr reasons'.`,
 		NewCmdStatus(f, nil),
 		NewCmdStop(f, nil),
 		NewCmdDoctor(f, nil),
+		NewCmdLogs(f, nil),
 		NewCmdReasons(f, nil),
 		NewCmdVersion(f, nil),
 	)
