@@ -142,6 +142,9 @@ func runRun(opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
+	if supervisor.AllChecked(prompt) {
+		return nothingToDo(io, taskFile, opts.JSON)
+	}
 	if cfg.Agent.Kind == "command" && len(cfg.Agent.Command) == 0 {
 		// Like a missing task, nothing to run: no run is created.
 		return stopreasons.Errorf(stopreasons.UsageError, "no agent: give its argv after -- (runr run --task TASK.md -- ./my-agent.sh), pass --agent claude|codex|gemini|opencode|aider, or set agent.kind / agent.command in runr.yaml")
@@ -179,6 +182,21 @@ func runRun(opts *RunOptions) error {
 		return err
 	}
 	return finishRun(io, store, st, err, opts.JSON, cfg)
+}
+
+// nothingToDo ends a run whose task has every checklist item checked
+// before anything is created (DESIGN §2): exit 0.
+func nothingToDo(io *IOStreams, taskFile string, asJSON bool) error {
+	source := "the task"
+	if taskFile != "" {
+		source = taskFile
+	}
+	msg := fmt.Sprintf("nothing to do: every checklist item of %s is checked; no run was created", source)
+	if asJSON {
+		return writeJSON(io.Out, map[string]any{"nothing_to_do": true, "task": taskFile, "message": msg})
+	}
+	fmt.Fprintln(io.Out, stopreasons.VisibleLine(msg))
+	return nil
 }
 
 // readTask finds the task: --prompt text, else the task file (--task, or

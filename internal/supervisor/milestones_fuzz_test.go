@@ -7,10 +7,11 @@ import (
 	"github.com/runr-dev/runr/internal/state"
 )
 
-// FuzzMilestones reads any task text. Each unchecked checklist item with
-// text is one milestone whose goal is that text, trimmed, in the order of
-// the lines; an item with nothing after its box is no milestone; a task
-// without items is one milestone named by its first non-blank line.
+// FuzzMilestones reads any task text. Each milestone's goal is a trimmed
+// one-line text taken, in order, from a line of the task that is an
+// unchecked checklist item; a task without such an item line is one
+// milestone named by its first non-blank line; a task whose items are all
+// checked has a checked item line.
 func FuzzMilestones(f *testing.F) {
 	for _, s := range []string{
 		"# Add a flag\n\n- [ ] parse it\n- [x] done already\n  * [ ] nested item  \n+ [ ] plus\n",
@@ -30,13 +31,6 @@ func FuzzMilestones(f *testing.F) {
 		if len(ms) == 0 {
 			t.Fatal("no milestone")
 		}
-		lines := strings.Split(task, "\n")
-		var items []string
-		for _, l := range lines {
-			if m := checklistItem.FindStringSubmatch(l); m != nil && strings.TrimSpace(m[1]) != "" {
-				items = append(items, strings.TrimSpace(m[1]))
-			}
-		}
 		for i, m := range ms {
 			if m.Status != state.MilestonePending || len(m.Attempts) != 0 {
 				t.Fatalf("milestone %d starts as %q with %d attempts", i, m.Status, len(m.Attempts))
@@ -48,14 +42,38 @@ func FuzzMilestones(f *testing.F) {
 				t.Fatalf("milestone %d spans lines: %q", i, m.Goal)
 			}
 		}
-		if len(items) > 0 {
-			if len(ms) != len(items) {
-				t.Fatalf("%d checklist items but %d milestones", len(items), len(ms))
+		lines := strings.Split(task, "\n")
+		var unchecked []string // goals of the lines that look like unchecked items
+		checked := false
+		for _, l := range lines {
+			m := checklistItem.FindStringSubmatch(strings.TrimSuffix(l, "\r"))
+			if m == nil || strings.TrimSpace(m[3]) == "" {
+				continue
 			}
-			for i := range items {
-				if ms[i].Goal != items[i] {
-					t.Fatalf("milestone %d is %q, its item %q", i, ms[i].Goal, items[i])
+			if m[2] == " " {
+				unchecked = append(unchecked, strings.TrimSpace(m[3]))
+			} else {
+				checked = true
+			}
+		}
+		if AllChecked(task) && !checked {
+			t.Fatal("all items checked, but no line is a checked item")
+		}
+		items := taskItems(task)
+		if len(items) > 0 {
+			if AllChecked(task) {
+				return
+			}
+			// The goals are a subsequence of the unchecked item lines.
+			j := 0
+			for i, m := range ms {
+				for j < len(unchecked) && unchecked[j] != m.Goal {
+					j++
 				}
+				if j == len(unchecked) {
+					t.Fatalf("milestone %d %q is not an unchecked item line in order (%q)", i, m.Goal, unchecked)
+				}
+				j++
 			}
 			return
 		}

@@ -2,29 +2,10 @@ package supervisor
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/runr-dev/runr/internal/state"
 )
-
-var checklistItem = regexp.MustCompile(`^\s*[-*+]\s+\[ \]\s+(.+?)\s*$`)
-
-// Milestones are the task's unchecked checklist items; a task without a
-// checklist is one milestone.
-func Milestones(task string) []state.Milestone {
-	var out []state.Milestone
-	for _, line := range strings.Split(task, "\n") {
-		// An empty box is not a milestone: there is nothing to work on.
-		if m := checklistItem.FindStringSubmatch(line); m != nil && strings.TrimSpace(m[1]) != "" {
-			out = append(out, state.Milestone{Goal: strings.TrimSpace(m[1]), Status: state.MilestonePending})
-		}
-	}
-	if len(out) == 0 {
-		out = append(out, state.Milestone{Goal: taskTitle(task), Status: state.MilestonePending})
-	}
-	return out
-}
 
 func taskTitle(task string) string {
 	for _, line := range strings.Split(task, "\n") {
@@ -50,7 +31,11 @@ func BuildPrompt(st *state.State, promise string) string {
 	m := st.Milestones[i]
 	fmt.Fprintf(&b, "# Task\n\n%s\n\n", strings.TrimSpace(st.Task.Prompt))
 	if n > 1 {
-		fmt.Fprintf(&b, "# Current milestone (%d of %d)\n\n%s\n\n", i+1, n, m.Goal)
+		goal := m.Goal
+		if block := milestoneBlock(st.Task.Prompt, i); strings.Contains(block, "\n") {
+			goal = block // the item with its indented lines and nested items
+		}
+		fmt.Fprintf(&b, "# Current milestone (%d of %d)\n\n%s\n\n", i+1, n, goal)
 		fmt.Fprintf(&b, "Work on this milestone only; the others come later or are done.\n\n")
 	}
 	if f := st.LastFailure; f != nil && len(m.Attempts) > 0 && lastOutcomeFailed(m) {

@@ -25,9 +25,17 @@ func TestMilestones(t *testing.T) {
 		task string
 		want []string
 	}{
-		{"checklist", "# Work\n- [ ] fix Add\n- [x] done already\n  * [ ] nested star item  \n+ [ ] plus item\n- [] not an item\n", []string{"fix Add", "nested star item", "plus item"}},
+		{"checklist", "# Work\n- [ ] fix Add\n- [x] done already\n* [ ] star item  \n+ [ ] plus item\n- [] not an item\n", []string{"fix Add", "star item", "plus item"}},
+		{"ordered items", "1. [ ] first\n2) [ ] second\n3. [x] third\n10. [ ] tenth\n", []string{"first", "second", "tenth"}},
+		{"nested items belong to the item above", "- [ ] parent\n  - [ ] child\n    - [ ] grandchild\n  details\n- [ ] next\n", []string{"parent", "next"}},
+		{"nested under a checked item: done with it", "- [x] done\n  - [ ] its step\n- [ ] todo\n", []string{"todo"}},
+		{"tab-indented item is nested", "- [ ] a\n\t- [ ] b\n", []string{"a"}},
+		{"boxes in a fenced block are text", "- [ ] real\n\n```md\n- [ ] example\n```\n~~~\n- [ ] tilde example\n~~~\n- [ ] after\n", []string{"real", "after"}},
+		{"an unclosed fence hides the rest", "- [ ] a\n````\n- [ ] b\n```\n- [ ] c\n", []string{"a"}},
+		{"a fence inside an item belongs to it", "- [ ] a\n  ```\n- [ ] in code\n  ```\n- [ ] b\n", []string{"a", "b"}},
+		{"CRLF", "- [ ] a\r\n- [ ] b\r\n", []string{"a", "b"}},
+		{"empty box is no item", "# T\n- [ ]   \n", []string{"T"}},
 		{"no checklist: the title", "\n## Make the tests pass\n\nSome text.\n", []string{"Make the tests pass"}},
-		{"only checked items: the title", "# All done\n- [x] a\n", []string{"All done"}},
 		{"empty", "  \n", []string{"the task"}},
 		{"long title cut on a rune", strings.Repeat("é", 130), []string{strings.Repeat("é", 120) + "…"}},
 	}
@@ -117,4 +125,27 @@ func TestStatisticsJudgeFinishedAttemptsOnly(t *testing.T) {
 	assert.Equal(t, 1, s.Failed)
 	assert.InDelta(t, 2.0/3, s.RetryRate, 1e-9, "an incomplete iteration is not a retry")
 	assert.InDelta(t, 1.0/3, s.RejectRate, 1e-9)
+}
+
+func TestAllChecked(t *testing.T) {
+	for task, want := range map[string]bool{
+		"# Done\n- [x] a\n- [X] b\n":            true,
+		"1. [x] a\n   - [ ] its step\n":         true,
+		"- [x] a\n- [ ] b\n":                    false,
+		"Fix the bug.\n":                        false, // no checklist: one milestone
+		"- [x] a\n```\n- [ ] in a fence\n```\n": true,
+		"":                                      false,
+	} {
+		assert.Equal(t, want, AllChecked(task), "task %q", task)
+	}
+}
+
+// The current milestone's section of the prompt carries the item's
+// indented lines and nested items.
+func TestPromptCarriesTheMilestonesBlock(t *testing.T) {
+	task := "# Work\n- [ ] fix Add\n  - handle overflow\n  - [ ] and negative numbers\n- [ ] add Max\n"
+	p := BuildPrompt(promptState(task, 0, nil, ""), "<promise>COMPLETE</promise>")
+	assert.Contains(t, p, "# Current milestone (1 of 2)\n\n- [ ] fix Add\n  - handle overflow\n  - [ ] and negative numbers\n\n")
+	p = BuildPrompt(promptState(task, 1, nil, ""), "<promise>COMPLETE</promise>")
+	assert.Contains(t, p, "# Current milestone (2 of 2)\n\nadd Max\n\n")
 }

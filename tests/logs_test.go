@@ -1,0 +1,82 @@
+package tests
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runr-dev/runr/tests/testenv"
+)
+
+// TestLogsFollowStreamsALiveRun: `runr logs --follow` on a live run prints
+// each tick as it happens and exits, 0, once the run stops.
+func TestLogsFollowStreamsALiveRun(t *testing.T) {
+	repo := newRepo(t)
+	gate := filepath.Join(repo, ".git", "go-on")
+	p := startRunr(t, repo, nil, "run", "--prompt", "write a.txt", "--verify", "test -f a.txt", "--",
+		"fakeagent", "--do", "ready; wait-for "+gate+"; write a.txt hi; status done")
+	p.waitReady(t, 1)
+
+	outPath := filepath.Join(t.TempDir(), "follow.out")
+	out, err := os.Create(outPath)
+	require.NoError(t, err)
+	defer out.Close()
+	follow := exec.Command(filepath.Join(binDir, "runr"), "logs", "latest", "--follow")
+	follow.Dir, follow.Env, follow.Stdout, follow.Stderr = repo, testEnv(repo), out, out
+	require.NoError(t, follow.Start())
+	done := make(chan error, 1)
+	go func() { done <- follow.Wait() }()
+
+	// The agent's call is under way: its tick is shown before it ends.
+	testenv.WaitFor(t, "the live tick in the follow output", testenv.FileContains(outPath, "tick 1 · milestone 1/1"))
+	b, err := os.ReadFile(outPath)
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "stop:", "the run has not stopped yet")
+
+	require.NoError(t, os.WriteFile(gate, nil, 0o644))
+	assert.Equal(t, 0, p.wait(t, 60*time.Second), "stderr: %s", &p.stderr)
+	select {
+	case err := <-done:
+		require.NoError(t, err, "runr logs --follow exits 0")
+	case <-time.After(30 * time.Second):
+		follow.Process.Kill()
+		t.Fatal("runr logs --follow did not exit after the run stopped")
+	}
+	b, err = os.ReadFile(outPath)
+	require.NoError(t, err)
+	text := string(b)
+	for _, want := range []string{"run started · task --prompt · 1 milestone", "agent exited 0", "tick 2 · milestone 1/1", "verify exited 0", "attempt approved", "milestone 1 approved", "stop: complete (exit 0)"} {
+		assert.Contains(t, text, want)
+	}
+	assert.Equal(t, 1, strings.Count(text, "tick 1 ·"), "each tick is printed once:\n%s", text)
+}
+
+// TestLogsOfACrashedRun: a run whose runr was killed has no stop; `runr
+// logs` shows what was recorded and says the run crashed.
+func TestLogsOfACrashedRun(t *testing.T) {
+	repo := newRepo(t)
+	p := startRunr(t, repo, nil, "run", "--prompt", "work", "--", "fakeagent", "--do", "ready; hang")
+	p.waitReady(t, 1)
+	pid := pidAfter(t, p.ready, "FAKEAGENT READY pid=")
+	t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) })
+	p.signal(t, syscall.SIGKILL)
+	p.wait(t, 30*time.Second)
+
+	code, stdout, stderr := runrCmd(t, repo, "logs", "latest")
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	assert.Contains(t, stdout, "tick 1 · milestone 1/1")
+	assert.Contains(t, stdout, "it crashed or was killed")
+	assert.NotContains(t, stdout, "stop:")
+
+	// --follow on it ends at once too.
+	code, stdout, _ = runrCmd(t, repo, "logs", "latest", "--follow")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, stdout, "it crashed or was killed")
+}
