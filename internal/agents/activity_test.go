@@ -97,4 +97,3 @@ func TestActivityOpenToolsBounded(t *testing.T) {
 	}
 	assert.LessOrEqual(t, len(r.tools), maxOpenTools)
 }
-
