@@ -3,6 +3,7 @@ package agents
 import (
 	"bytes"
 	"strings"
+	"unicode/utf8"
 )
 
 // statusPrefix starts a status line an agent prints about its own work.
@@ -42,6 +43,12 @@ func newSignalDetector(promise, prompt string) *signalDetector {
 }
 
 func (d *signalDetector) line(b []byte) {
+	// Most lines start with a character that is neither white space nor the
+	// first of a signal: such a line cannot signal, and is not even trimmed.
+	if len(b) > 0 && b[0] < utf8.RuneSelf && !asciiSpace[b[0]] && b[0] != statusPrefix[0] &&
+		(d.promise == "" || b[0] != d.promise[0]) {
+		return
+	}
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
 		return
@@ -69,6 +76,9 @@ func (d *signalDetector) line(b []byte) {
 		d.signal, d.text = s, text
 	}
 }
+
+// asciiSpace is the ASCII white space that strings.TrimSpace trims.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
 // parseStatusLine reads `RUNR_STATUS: <word> [text]`; the word must be a
 // known signal and stand alone ("doneish" is not "done").
