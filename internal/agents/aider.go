@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"bytes"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -66,17 +67,21 @@ func newAiderParser(req Request) *aiderParser {
 	return &aiderParser{req: req, out: tailBuffer{max: maxFinalText}}
 }
 
+// Line runs the regular expressions only on lines that can match them: most
+// of what aider prints is the model's text, which a byte comparison or two
+// rules out without a copy.
 func (p *aiderParser) Line(line []byte) bool {
-	s := strings.TrimSpace(string(line))
-	if m := aiderTokens.FindStringSubmatch(s); m != nil {
+	b := bytes.TrimSpace(line)
+	// aiderTokens is anchored at "Tokens:": no other line can match it.
+	if m := aiderUsage(b); m != nil {
 		p.res.Turns++
 		p.res.InputTokens += parseCount(m[1])
 		p.res.CacheReadTokens += parseCount(m[2])
 		p.res.OutputTokens += parseCount(m[3])
-		if c := aiderCost.FindStringSubmatch(s); c != nil {
+		if c := aiderCost.FindSubmatch(b); c != nil {
 			// The session figure is the total of this aider process, which
 			// is this one call.
-			if v, err := strconv.ParseFloat(strings.ReplaceAll(c[2], ",", ""), 64); err == nil {
+			if v, err := strconv.ParseFloat(strings.ReplaceAll(string(c[2]), ",", ""), 64); err == nil {
 				p.res.CostUSD, p.res.CostKnown = v, true
 			}
 		}
@@ -85,13 +90,53 @@ func (p *aiderParser) Line(line []byte) bool {
 		p.errs = p.errs[:0]
 		return false
 	}
-	if aiderErrLine.MatchString(s) {
-		p.errs = append(p.errs, s)
+	if mayBeAiderError(b) && aiderErrLine.Match(b) {
+		p.errs = append(p.errs, string(b))
 		if len(p.errs) > 5 {
 			p.errs = p.errs[1:]
 		}
 	}
 	p.out.writeLine(line)
+	return false
+}
+
+// aiderUsage matches aiderTokens against a trimmed line.
+func aiderUsage(b []byte) []string {
+	if !bytes.HasPrefix(b, []byte("Tokens:")) {
+		return nil
+	}
+	return aiderTokens.FindStringSubmatch(string(b))
+}
+
+// aiderErrorWords are, in lower case, words of which every match of
+// aiderErrLine holds one. None has a letter that case folding maps outside
+// ASCII (only k and s have such folds), so an ASCII case-insensitive search
+// for them never misses a line the case-insensitive expression matches.
+var aiderErrorWords = []string{"error", "rate limit", "api provider", "environment variable"}
+
+// mayBeAiderError says whether aiderErrLine could match b; false means it
+// cannot.
+func mayBeAiderError(b []byte) bool {
+	for _, w := range aiderErrorWords {
+		if containsFoldASCII(b, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsFoldASCII reports whether b holds lower, a lower-case ASCII word,
+// in any mix of ASCII case.
+func containsFoldASCII(b []byte, lower string) bool {
+	for i := 0; i+len(lower) <= len(b); i++ {
+		j := 0
+		for j < len(lower) && b[i+j]|0x20 == lower[j] {
+			j++
+		}
+		if j == len(lower) {
+			return true
+		}
+	}
 	return false
 }
 

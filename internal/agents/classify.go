@@ -198,23 +198,66 @@ func plainTail(tail []byte, n int) string {
 	return lastLines(strings.Join(keep, "\n"), n)
 }
 
-// tailBuffer keeps the last max bytes of the lines written to it.
+// tailBuffer keeps the last max bytes of the lines written to it: it grows
+// up to max, then wraps around as a ring, so that every byte written costs one
+// copy however long the stream.
 type tailBuffer struct {
-	max int
-	buf []byte
+	max  int
+	buf  []byte
+	w    int  // once full: where the next byte goes, and where the oldest is
+	full bool // buf holds max bytes and wraps
 }
 
 func (t *tailBuffer) writeLine(line []byte) {
-	t.buf = append(t.buf, line...)
-	t.buf = append(t.buf, '\n')
-	if len(t.buf) > 2*t.max {
-		// Compact only now and then, so a long stream costs amortised O(1) per byte.
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+	// Most lines fit, newline and all, before the ring's end.
+	if t.full && len(line) < t.max-t.w {
+		t.w += copy(t.buf[t.w:], line)
+		t.buf[t.w] = '\n'
+		if t.w++; t.w == t.max {
+			t.w = 0
+		}
+		return
+	}
+	t.write(line)
+	t.write(newline)
+}
+
+var newline = []byte{'\n'}
+
+func (t *tailBuffer) write(p []byte) {
+	if !t.full {
+		if len(t.buf)+len(p) <= t.max {
+			t.buf = append(t.buf, p...)
+			return
+		}
+		n := t.max - len(t.buf)
+		t.buf = append(t.buf, p[:n]...)
+		p = p[n:]
+		t.full = true
+	}
+	if len(p) >= t.max {
+		copy(t.buf, p[len(p)-t.max:])
+		t.w = 0
+		return
+	}
+	n := copy(t.buf[t.w:], p)
+	copy(t.buf, p[n:])
+	if t.w += len(p); t.w >= t.max {
+		t.w -= t.max
 	}
 }
 
+// String is what was written, its last max bytes cut on a rune boundary.
 func (t *tailBuffer) String() string {
-	return lastBytes(string(t.buf), t.max)
+	if !t.full {
+		return string(t.buf)
+	}
+	out := make([]byte, 0, t.max)
+	out = append(append(out, t.buf[t.w:]...), t.buf[:t.w]...)
+	for len(out) > 0 && !utf8.RuneStart(out[0]) {
+		out = out[1:]
+	}
+	return string(out)
 }
 
 // fail marks a result as an error of class c; a rate limit also gets the

@@ -91,7 +91,7 @@ type commandParser struct {
 }
 
 func (p *commandParser) Line(line []byte) bool {
-	p.signals.line(string(line))
+	p.signals.line(line)
 	p.out.writeLine(line)
 	return false
 }

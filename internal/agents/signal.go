@@ -1,7 +1,9 @@
 package agents
 
 import (
+	"bytes"
 	"strings"
+	"unicode/utf8"
 )
 
 // statusPrefix starts a status line an agent prints about its own work.
@@ -14,17 +16,21 @@ const statusPrefix = "RUNR_STATUS:"
 // the last one wins: it is the agent's latest word.
 func DetectSignal(text, promise, prompt string) (Signal, string) {
 	d := newSignalDetector(promise, prompt)
-	for _, line := range strings.Split(text, "\n") {
+	for line := range bytes.SplitSeq([]byte(text), []byte("\n")) {
 		d.line(line)
 	}
 	return d.signal, d.text
 }
 
 // signalDetector applies DetectSignal's rules one line at a time, so a
-// command agent's stdout can be scanned as it streams.
+// command agent's stdout can be scanned as it streams. A line that is neither
+// the promise nor starts with RUNR_STATUS: cannot signal, whatever the prompt
+// says; telling so takes a trim and two comparisons and allocates nothing, and
+// only a line that can signal is looked up among the prompt's lines.
 type signalDetector struct {
 	promise string
-	prompt  map[string]bool
+	prompt  string
+	echoes  map[string]bool // the prompt's trimmed lines, built at the first line that can signal
 	signal  Signal
 	text    string
 }
@@ -33,28 +39,46 @@ func newSignalDetector(promise, prompt string) *signalDetector {
 	if promise == "" {
 		promise = DefaultPromise
 	}
-	d := &signalDetector{promise: strings.TrimSpace(promise), prompt: map[string]bool{}}
-	for _, l := range strings.Split(prompt, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			d.prompt[l] = true
-		}
-	}
-	return d
+	return &signalDetector{promise: strings.TrimSpace(promise), prompt: prompt}
 }
 
-func (d *signalDetector) line(line string) {
-	line = strings.TrimSpace(line)
-	if line == "" || d.prompt[line] {
+func (d *signalDetector) line(b []byte) {
+	// Most lines start with a character that is neither white space nor the
+	// first of a signal: such a line cannot signal, and is not even trimmed.
+	if len(b) > 0 && b[0] < utf8.RuneSelf && !asciiSpace[b[0]] && b[0] != statusPrefix[0] &&
+		(d.promise == "" || b[0] != d.promise[0]) {
 		return
 	}
-	if line == d.promise {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return
+	}
+	isPromise := string(b) == d.promise
+	if !isPromise && !bytes.HasPrefix(b, []byte(statusPrefix)) {
+		return
+	}
+	if d.echoes == nil {
+		d.echoes = map[string]bool{}
+		for l := range strings.SplitSeq(d.prompt, "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				d.echoes[l] = true
+			}
+		}
+	}
+	if d.echoes[string(b)] {
+		return
+	}
+	if isPromise {
 		d.signal, d.text = SignalDone, ""
 		return
 	}
-	if s, text, ok := parseStatusLine(line); ok {
+	if s, text, ok := parseStatusLine(string(b)); ok {
 		d.signal, d.text = s, text
 	}
 }
+
+// asciiSpace is the ASCII white space that strings.TrimSpace trims.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
 // parseStatusLine reads `RUNR_STATUS: <word> [text]`; the word must be a
 // known signal and stand alone ("doneish" is not "done").

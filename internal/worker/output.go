@@ -128,25 +128,37 @@ func (r *ring) bytes() []byte {
 
 // lineSplitter hands complete stdout lines to a callback, keeping at most max
 // bytes of any one line so that a process printing without newlines cannot
-// grow memory.
+// grow memory. A line that lies whole inside one read is handed over in place,
+// without a copy; only the start of a line cut by a read boundary is kept.
 type lineSplitter struct {
 	max     int
 	emit    func([]byte) bool
 	abort   func()
-	line    []byte
-	pending bool // bytes seen since the last newline
-	stopped bool // the callback asked to stop; later lines are not handed over
+	line    []byte // the start of a line a read boundary cut, at most max bytes
+	pending bool   // bytes seen since the last newline
+	stopped bool   // the callback asked to stop; later lines are not handed over
 }
 
 func (l *lineSplitter) feed(p []byte) {
+	if l.stopped {
+		// Nobody listens any more: only whether a line is open matters.
+		if len(p) > 0 {
+			l.pending = p[len(p)-1] != '\n'
+		}
+		return
+	}
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
 			l.add(p)
 			return
 		}
-		l.add(p[:i])
-		l.flush()
+		if l.pending {
+			l.add(p[:i])
+			l.flush()
+		} else {
+			l.send(p[:min(i, l.max)])
+		}
 		p = p[i+1:]
 	}
 }
@@ -158,18 +170,34 @@ func (l *lineSplitter) add(p []byte) {
 	}
 }
 
+// flush hands over the line kept across reads.
 func (l *lineSplitter) flush() {
-	if !l.stopped && !l.emit(l.line) {
-		l.stopped = true
-		l.abort()
-	}
+	l.send(l.line)
 	l.line, l.pending = l.line[:0], false
 }
 
+func (l *lineSplitter) send(line []byte) {
+	if !l.stopped && !l.emit(line) {
+		l.stopped = true
+		l.abort()
+	}
+}
+
+// Read sizes: large reads from the stdout pipe (grown to pipeSize) keep the
+// system calls and wake-ups per byte low; stderr, read apart only when stdout
+// is, carries messages.
+const (
+	readBuf       = 256 << 10
+	stderrReadBuf = 32 << 10
+)
+
+// readBufs holds stdout read buffers between processes: a tick starts several
+// (agent, verify, git), and each would otherwise allocate its own.
+var readBufs = sync.Pool{New: func() any { return new([readBuf]byte) }}
+
 // pump copies r into out until EOF or a read error (the pipe closed under
-// it), feeding lines when given.
-func pump(r io.Reader, out *sink, lines *lineSplitter) {
-	buf := make([]byte, 32<<10)
+// it), reading into buf and feeding lines when given.
+func pump(r io.Reader, buf []byte, out *sink, lines *lineSplitter) {
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
@@ -189,8 +217,7 @@ func pump(r io.Reader, out *sink, lines *lineSplitter) {
 
 // pumpTo copies r into w until EOF or a read error. After w fails the rest
 // is read and dropped: a child must never block on a full pipe.
-func pumpTo(r io.Reader, w io.Writer, out *sink) {
-	buf := make([]byte, 32<<10)
+func pumpTo(r io.Reader, buf []byte, w io.Writer, out *sink) {
 	var werr error
 	for {
 		n, err := r.Read(buf)

@@ -1,10 +1,15 @@
 package worker
 
 import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestRing(t *testing.T) {
@@ -47,13 +52,28 @@ func TestLineSplitter(t *testing.T) {
 		{"final line without newline", 10, []string{"a\nb"}, []string{"a", "b"}},
 		{"truncated", 3, []string{"abcdef\ngh", "ijk\n"}, []string{"abc", "ghi"}},
 		{"carriage return kept", 10, []string{"a\r\n"}, []string{"a\r"}},
+		{"crlf split between reads", 10, []string{"a\r", "\nb\r\n"}, []string{"a\r", "b\r"}},
+		{"newline starts a read", 10, []string{"ab", "\ncd\n"}, []string{"ab", "cd"}},
+		{"newline ends a read", 10, []string{"ab\n", "cd\n"}, []string{"ab", "cd"}},
+		{"one byte at a time", 10, strings.Split("ab\n\ncd\ne", ""), []string{"ab", "", "cd", "e"}},
+		{"only newlines", 10, []string{"\n", "\n"}, []string{"", ""}},
+		{"truncated in place", 3, []string{"abcdef\nxy\n"}, []string{"abc", "xy"}},
+		{"giant line over many reads", 4, []string{"0123", "4567", "89", "\nz"}, []string{"0123", "z"}},
+		{"cut exactly at max across reads", 4, []string{"01", "23", "\n"}, []string{"0123"}},
+		{"no output", 10, nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
 			l := &lineSplitter{max: tt.max, emit: func(b []byte) bool { got = append(got, string(b)); return true }, abort: func() {}}
 			for _, c := range tt.chunks {
-				l.feed([]byte(c))
+				// A fresh buffer per read, overwritten after it, as pump's is:
+				// a line must not be read after the call that handed it over.
+				buf := []byte(c)
+				l.feed(buf)
+				for i := range buf {
+					buf[i] = '#'
+				}
 			}
 			if l.pending {
 				l.flush()
@@ -82,5 +102,95 @@ func TestTail(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, Tail([]byte(tt.in), tt.lines))
 		})
+	}
+}
+
+// The line kept across reads never grows past max, however long a line
+// without a newline goes on.
+func TestLineSplitterGiantLineStaysBounded(t *testing.T) {
+	var got [][]byte
+	l := &lineSplitter{max: 1 << 10, emit: func(b []byte) bool { got = append(got, bytes.Clone(b)); return true }, abort: func() {}}
+	chunk := bytes.Repeat([]byte("x"), 64<<10)
+	for range 256 { // 16 MiB without a newline
+		l.feed(chunk)
+		require.LessOrEqual(t, cap(l.line), 2<<10)
+	}
+	l.feed([]byte("\nRUNR_STATUS: done\n"))
+	require.Len(t, got, 2)
+	assert.Equal(t, bytes.Repeat([]byte("x"), 1<<10), got[0])
+	assert.Equal(t, "RUNR_STATUS: done", string(got[1]))
+}
+
+// After the callback said stop, no later line reaches it, in the same read or
+// a later one.
+func TestLineSplitterStops(t *testing.T) {
+	var got []string
+	aborts := 0
+	l := &lineSplitter{max: 10, emit: func(b []byte) bool { got = append(got, string(b)); return string(b) != "stop" },
+		abort: func() { aborts++ }}
+	l.feed([]byte("a\nstop\nb\nc"))
+	l.feed([]byte("d\ne"))
+	assert.True(t, l.pending)
+	l.flush()
+	assert.Equal(t, []string{"a", "stop"}, got)
+	assert.Equal(t, 1, aborts)
+}
+
+// Every byte a real process prints reaches the log in order, and every line
+// the callback, however the pipe cuts the stream.
+func TestRunLogAndLinesGetEveryByte(t *testing.T) {
+	const size = 20 << 20
+	logPath := filepath.Join(t.TempDir(), "out.log")
+	spec := producer(t, size)
+	spec.LogPath = logPath
+	lines, bad := 0, 0
+	spec.OnStdoutLine = func(line []byte) bool {
+		lines++
+		if !bytes.Equal(line, produceLine[:len(produceLine)-1]) {
+			bad++
+		}
+		return true
+	}
+	res, err := Run(context.Background(), spec)
+	require.NoError(t, err)
+	assert.Equal(t, 0, res.ExitCode)
+	assert.Equal(t, int64(size), res.Bytes)
+	assert.Equal(t, size/len(produceLine), lines, "one call per complete line")
+	assert.Zero(t, bad, "lines handed over intact")
+	got, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	want := bytes.Repeat(produceLine, size/len(produceLine)+1)[:size]
+	assert.True(t, bytes.Equal(want, got), "the log holds every byte in order")
+	assert.Equal(t, want[size-DefaultTailBytes:], res.Tail)
+}
+
+// BenchmarkRunLargeOutput is the output path as an agent call has it: a real
+// process printing 80-byte lines, every byte to the log file, every line to a
+// callback that looks for a signal as a parser does.
+func BenchmarkRunLargeOutput(b *testing.B) {
+	const size = 256 << 20
+	logPath := filepath.Join(b.TempDir(), "out.log")
+	spec := producer(b, size)
+	spec.LogPath = logPath
+	signals := 0
+	spec.OnStdoutLine = func(line []byte) bool {
+		if bytes.HasPrefix(line, []byte("RUNR_STATUS:")) {
+			signals++
+		}
+		return true
+	}
+	b.ReportAllocs()
+	b.SetBytes(size)
+	for b.Loop() {
+		if err := os.Remove(logPath); err != nil && !os.IsNotExist(err) {
+			b.Fatal(err)
+		}
+		res, err := Run(context.Background(), spec)
+		if err != nil || res.Bytes != size || res.ExitCode != 0 {
+			b.Fatalf("Run: %v, exit %d, %d bytes", err, res.ExitCode, res.Bytes)
+		}
+	}
+	if signals != 0 {
+		b.Fatalf("%d signal lines in output that has none", signals)
 	}
 }

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -30,3 +31,6 @@ func onlyZombies(pgid int) bool { return false }
 func tagged(kv string) []int { return nil }
 
 func carries(pid int, kv string) bool { return false }
+
+// growPipe keeps the default pipe: macOS sizes pipes by itself.
+func growPipe(f *os.File, size int) {}

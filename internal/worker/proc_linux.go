@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"syscall"
 )
 
 // procStat holds the fields of /proc/PID/stat that runr uses.
@@ -121,4 +122,19 @@ func carries(pid int, kv string) bool {
 		}
 	}
 	return false
+}
+
+// F_SETPIPE_SZ, from fcntl.h.
+const setPipeSize = 1031
+
+// growPipe asks for a pipe of size bytes, so that a process printing fast
+// fills it less often and runr reads more per call: fewer wake-ups on both
+// sides. The pipe pages count against the user's pipe budget, so size stays
+// modest; when the kernel refuses, the default pipe does.
+func growPipe(f *os.File, size int) {
+	if rc, err := f.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) {
+			_, _, _ = syscall.Syscall(syscall.SYS_FCNTL, fd, setPipeSize, uintptr(size))
+		})
+	}
 }

@@ -30,6 +30,10 @@ const (
 // kernel (uninterruptible I/O) may not, and runr must not hang on it forever.
 const killWait = 2 * time.Second
 
+// pipeSize is the capacity asked for the stdout pipe, where an agent's bulk
+// output flows.
+const pipeSize = 256 << 10
+
 // How often a group is checked for remaining members once the main process is
 // gone.
 const pollInterval = 10 * time.Millisecond
@@ -139,6 +143,7 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 		out.close()
 		return Result{}, fmt.Errorf("run %s: stdout pipe: %w", spec.Argv[0], err)
 	}
+	growPipe(stdoutR, pipeSize)
 	// When nobody reads stdout apart, both streams share one pipe, so that the
 	// log and the tail keep the order the process wrote in (the last line of a
 	// failed check is its verdict, not whichever stream was read last).
@@ -229,14 +234,19 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 	}
 	var readers sync.WaitGroup
 	readers.Add(1)
-	if spec.Stdout != nil {
-		go func() { defer readers.Done(); pumpTo(stdoutR, spec.Stdout, out) }()
-	} else {
-		go func() { defer readers.Done(); pump(stdoutR, out, lines) }()
-	}
+	go func() {
+		defer readers.Done()
+		buf := readBufs.Get().(*[readBuf]byte)
+		defer readBufs.Put(buf)
+		if spec.Stdout != nil {
+			pumpTo(stdoutR, buf[:], spec.Stdout, out)
+		} else {
+			pump(stdoutR, buf[:], out, lines)
+		}
+	}()
 	if stderrR != nil {
 		readers.Add(1)
-		go func() { defer readers.Done(); pump(stderrR, out, nil) }()
+		go func() { defer readers.Done(); pump(stderrR, make([]byte, stderrReadBuf), out, nil) }()
 	}
 	readersDone := make(chan struct{})
 	go func() { readers.Wait(); close(readersDone) }()
