@@ -86,6 +86,11 @@ type Supervisor struct {
 	sessionID  string
 	pending    []pendingEvent  // events waiting for the next write of state.json
 	snap       *guard.Snapshot // the tree at the start (guardSnapshot)
+	tracker    *guard.Tracker  // reads the tree after each call (guardTracker)
+	noTracker  bool            // the snapshot allows none
+	// agentVersion delivers the agent's version, asked for beside the
+	// preflight and the first call (startAgentVersion).
+	agentVersion chan string
 }
 
 type signalStop struct {
@@ -245,6 +250,9 @@ func (s *Supervisor) openRunFiles() error {
 }
 
 func (s *Supervisor) release() {
+	if s.tracker != nil {
+		s.tracker.Close()
+	}
 	if s.tl != nil {
 		s.tl.Close()
 	}
@@ -281,6 +289,7 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 	if stop := s.prepareAgent(); stop != nil {
 		return stop
 	}
+	s.startAgentVersion(ctx)
 	st := s.st
 	ignore := []string{s.o.TaskFile}
 	if s.cfg.File != "" {
@@ -323,8 +332,11 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 	for p := range base {
 		st.StartChanges = append(st.StartChanges, p)
 	}
-	if h, err := guard.TreeHash(ctx, s.dir); err == nil {
-		st.TreeHash = h
+	// The fingerprint the first call's is compared with.
+	if t, err := s.guardTracker(); err == nil && t != nil {
+		if look, err := t.Look(ctx, head, base); err == nil {
+			st.TreeHash = look.Fingerprint
+		}
 	}
 	st.StartFiles = s.existingWatchedFiles()
 	if stop := s.checkPrograms(); stop != nil {
@@ -334,12 +346,12 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 		return stop
 	}
 	st.Fingerprint = state.Fingerprint{
-		RunrVersion:  s.o.Version,
-		AgentPath:    s.program,
-		AgentVersion: agentVersion(ctx, s.program, s.adapter.VersionArgs()),
-		GitHead:      head,
-		ConfigHash:   s.cfg.Hash(),
+		RunrVersion: s.o.Version,
+		AgentPath:   s.program,
+		GitHead:     head,
+		ConfigHash:  s.cfg.Hash(),
 	}
+	s.takeAgentVersion(false)
 	if err := s.save(); err != nil {
 		return internalStop(err)
 	}
@@ -586,6 +598,36 @@ func (s *Supervisor) signalled() *signalStop {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.sigReason
+}
+
+// startAgentVersion asks the agent program for its version in the
+// background: a slow answer (a CLI that starts a runtime first) then costs
+// the run nothing. takeAgentVersion records it in the fingerprint.
+func (s *Supervisor) startAgentVersion(ctx context.Context) {
+	ch := make(chan string, 1)
+	s.agentVersion = ch
+	program, args := s.program, s.adapter.VersionArgs()
+	go func() { ch <- agentVersion(ctx, program, args) }()
+}
+
+// takeAgentVersion records the agent's version in the fingerprint once it
+// is known; with wait, it waits for it (a Probe's timeout at most).
+func (s *Supervisor) takeAgentVersion(wait bool) {
+	if s.agentVersion == nil {
+		return
+	}
+	var v string
+	if wait {
+		v = <-s.agentVersion
+	} else {
+		select {
+		case v = <-s.agentVersion:
+		default:
+			return
+		}
+	}
+	s.agentVersion = nil
+	s.st.Fingerprint.AgentVersion = v
 }
 
 // agentVersion asks the agent program for its version, briefly; "" when it
