@@ -47,6 +47,16 @@ func TakeBaseline(ctx context.Context, dir string) (Baseline, error) {
 	return base, nil
 }
 
+// BaselineOf is the Baseline of the working tree at top whose change set
+// is changes (a Changes result of it, just read).
+func BaselineOf(ctx context.Context, top string, changes []Change) (Baseline, error) {
+	base, err := hashPaths(ctx, top, Paths(changes))
+	if err != nil {
+		return nil, fmt.Errorf("take the baseline of %s: %w", top, err)
+	}
+	return base, nil
+}
+
 // ChangedSince returns, sorted, the paths whose content now differs from the
 // baseline: paths changed now that were clean at the start, paths dirty at the
 // start and edited since, and paths dirty at the start that were reverted

@@ -32,9 +32,10 @@ const RuleGitMetadata = "git-metadata"
 // change what it shows (.git/config, .git/info/*, .git/hooks/*), which an
 // agent must not touch at all.
 //
-// Comparing costs one `git ls-files` walk of the tree and one lstat per file;
-// only files whose stat data changed (or changed too close to the start to
-// trust it) are read and hashed.
+// ChangedFiles compares with one `git ls-files` walk of the tree and one
+// lstat per file; only files whose stat data changed (or changed too close
+// to the start to trust it) are read and hashed. A Tracker made from the
+// snapshot compares with one git status instead.
 type Snapshot struct {
 	Taken    time.Time
 	Excludes string               // the ignore patterns in force at the start, as one top-level exclude file
@@ -75,15 +76,12 @@ const racyWindow = 2 * time.Second
 
 // TakeSnapshot records the working tree at dir and git's own files.
 func TakeSnapshot(ctx context.Context, dir string) (*Snapshot, error) {
-	top, err := TopLevel(ctx, dir)
+	paths, err := gitPaths(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
+	top := paths.top
 	snap := &Snapshot{Taken: time.Now(), Top: top}
-	var paths repoPaths
-	if paths, err = gitPaths(ctx, top); err != nil {
-		return nil, err
-	}
 	snap.CommonDir, snap.GitDir, snap.ObjectFormat = paths.common, paths.own, paths.format
 	if snap.Meta, err = metaFiles(snap.CommonDir, snap.GitDir); err != nil {
 		return nil, err
@@ -358,25 +356,33 @@ func (s *Snapshot) stateOf(top, p string, hashes *hashCache) (FileState, error) 
 
 // repoPaths are where a working tree's git files are.
 type repoPaths struct {
+	top            string // the root of the working tree
 	common, own    string // the common and own git directories
 	index, exclude string // the index and info/exclude
 	format         string // the object format
 }
 
-// gitPaths returns, from one git command, the absolute git directories,
-// index and exclude file of the working tree at top, and its object format.
-func gitPaths(ctx context.Context, top string) (repoPaths, error) {
-	out, err := git(ctx, top, "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir",
+// gitPaths returns, from one git command, the root of the working tree
+// that holds dir, its absolute git directories, index and exclude file,
+// and its object format.
+func gitPaths(ctx context.Context, dir string) (repoPaths, error) {
+	if _, err := os.Stat(dir); err != nil {
+		return repoPaths{}, fmt.Errorf("find the git repository of %s: %w", dir, err)
+	}
+	out, err := git(ctx, dir, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir", "--git-dir",
 		"--git-path", "index", "--git-path", "info/exclude", "--show-object-format")
 	if err != nil {
-		return repoPaths{}, fmt.Errorf("find the git dir of %s: %w", top, err)
+		if exitCode(err) > 0 {
+			return repoPaths{}, fmt.Errorf("%s: %w (no working tree found): run runr inside a git checkout, or run `git init` there first", dir, ErrNotRepository)
+		}
+		return repoPaths{}, fmt.Errorf("find the git dir of %s: %w", dir, err)
 	}
 	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	if len(lines) != 5 {
-		return repoPaths{}, fmt.Errorf("find the git dir of %s: unexpected output %q", top, out)
+	if len(lines) != 6 || lines[0] == "" {
+		return repoPaths{}, fmt.Errorf("%s: %w (it is inside a .git directory or a bare repository): run runr from the working tree", dir, ErrNotRepository)
 	}
-	return repoPaths{common: filepath.FromSlash(lines[0]), own: filepath.FromSlash(lines[1]),
-		index: filepath.FromSlash(lines[2]), exclude: filepath.FromSlash(lines[3]), format: lines[4]}, nil
+	return repoPaths{top: filepath.FromSlash(lines[0]), common: filepath.FromSlash(lines[1]), own: filepath.FromSlash(lines[2]),
+		index: filepath.FromSlash(lines[3]), exclude: filepath.FromSlash(lines[4]), format: lines[5]}, nil
 }
 
 // metaFiles hashes git's own files that can start programs or change what

@@ -72,14 +72,18 @@ type Look struct {
 var ErrNoIndexSnapshot = errors.New("the guard snapshot holds no index")
 
 // NewTracker prepares a Tracker for the snapshot's working tree. Its
-// private files go in a new directory under parent, a directory of runr's
-// own outside the working tree (the run's directory).
+// private files go in the directory "guard" of parent, a directory of
+// runr's own outside the working tree (the run's directory), made anew:
+// what an earlier runr of the run left there goes.
 func (s *Snapshot) NewTracker(parent string) (*Tracker, error) {
 	if !s.HasIndex || s.Top == "" {
 		return nil, ErrNoIndexSnapshot
 	}
-	tmp, err := os.MkdirTemp(parent, "guard-")
-	if err != nil {
+	tmp := filepath.Join(parent, "guard")
+	if err := os.RemoveAll(tmp); err != nil {
+		return nil, fmt.Errorf("prepare the guard of %s: %w", s.Top, err)
+	}
+	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return nil, fmt.Errorf("prepare the guard of %s: %w", s.Top, err)
 	}
 	return &Tracker{snap: s, top: s.Top, tmp: tmp, index: filepath.Join(tmp, "index"),
@@ -131,6 +135,17 @@ func (t *Tracker) writePrivate() error {
 // seen, the commits in between. base is the run's Baseline, for what the
 // commits took along unchanged.
 func (t *Tracker) Look(ctx context.Context, since string, base Baseline) (Look, error) {
+	return t.look(ctx, &since, base)
+}
+
+// Start is the first Look, before any commit was judged: its Head is the
+// commit the run starts from, and nothing is committed since.
+func (t *Tracker) Start(ctx context.Context, base Baseline) (Look, error) {
+	return t.look(ctx, nil, base)
+}
+
+// look is Look; a nil since is HEAD as the status shows it.
+func (t *Tracker) look(ctx context.Context, since *string, base Baseline) (Look, error) {
 	if err := t.refreshDrivers(ctx); err != nil {
 		return Look{}, err
 	}
@@ -203,9 +218,11 @@ func (t *Tracker) Look(ctx context.Context, since string, base Baseline) (Look, 
 		}
 		slices.Sort(changed)
 	}
-	committed, err := t.committedSince(ctx, since, head, base)
-	if err != nil {
-		return Look{}, err
+	var committed []string
+	if since != nil {
+		if committed, err = t.committedSince(ctx, *since, head, base); err != nil {
+			return Look{}, err
+		}
 	}
 	sum := sha256.New()
 	for _, p := range changed {

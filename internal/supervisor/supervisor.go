@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -297,46 +298,61 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 			ignore = append(ignore, rel)
 		}
 	}
+	// In the user's checkout, the dirty check's status is the baseline's.
+	var base guard.Baseline
 	if !st.Flags.Worktree {
-		dirty, err := guard.Dirty(ctx, s.o.Repo, ignore)
+		changes, err := guard.Changes(ctx, s.o.Repo)
 		if err != nil {
 			return internalStop(err)
+		}
+		var dirty []string
+		for _, p := range guard.Paths(changes) {
+			if !slices.Contains(ignore, p) {
+				dirty = append(dirty, p)
+			}
 		}
 		if len(dirty) > 0 && !st.Flags.AllowDirty {
 			return &stop{Stop: stopreasons.Stop{Code: stopreasons.DirtyWorktree, Condition: "allow_dirty",
 				Message: fmt.Sprintf("%d uncommitted change(s) before the run", len(dirty)),
 				Details: &stopreasons.StopDetails{Files: dirty}}}
 		}
-	}
-	if st.Flags.Worktree {
+		if base, err = guard.BaselineOf(ctx, s.o.Repo, changes); err != nil {
+			return internalStop(err)
+		}
+	} else {
 		if stop := s.ensureWorktree(ctx); stop != nil {
 			return stop
 		}
+		var err error
+		if base, err = guard.TakeBaseline(ctx, s.dir); err != nil {
+			return internalStop(err)
+		}
 	}
-	head, err := guard.Head(ctx, s.dir)
-	if err != nil {
-		return internalStop(err)
-	}
-	base, err := guard.TakeBaseline(ctx, s.dir)
-	if err != nil {
-		return internalStop(err)
-	}
-	st.Baseline, st.GuardHead = base, head
-	st.StartChanges = nil
+	var err error
 	if s.snap, err = guard.TakeSnapshot(ctx, s.dir); err != nil {
 		return internalStop(err)
 	}
 	if err := s.saveSnapshot(); err != nil {
 		return internalStop(err)
 	}
+	if s.tracker != nil {
+		s.tracker.Close()
+	}
+	s.tracker, s.noTracker = nil, false
+	// HEAD, and the fingerprint the first call's is compared with.
+	t, err := s.guardTracker()
+	if err != nil {
+		return internalStop(err)
+	}
+	start, err := t.Start(ctx, base)
+	if err != nil {
+		return internalStop(err)
+	}
+	head := start.Head
+	st.Baseline, st.GuardHead, st.TreeHash = base, head, start.Fingerprint
+	st.StartChanges = nil
 	for p := range base {
 		st.StartChanges = append(st.StartChanges, p)
-	}
-	// The fingerprint the first call's is compared with.
-	if t, err := s.guardTracker(); err == nil && t != nil {
-		if look, err := t.Look(ctx, head, base); err == nil {
-			st.TreeHash = look.Fingerprint
-		}
 	}
 	st.StartFiles = s.existingWatchedFiles()
 	if stop := s.checkPrograms(); stop != nil {
