@@ -47,6 +47,16 @@ func TakeBaseline(ctx context.Context, dir string) (Baseline, error) {
 	return base, nil
 }
 
+// BaselineOf is the Baseline of the working tree at top whose change set
+// is changes (a Changes result of it, just read).
+func BaselineOf(ctx context.Context, top string, changes []Change) (Baseline, error) {
+	base, err := hashPaths(ctx, top, Paths(changes))
+	if err != nil {
+		return nil, fmt.Errorf("take the baseline of %s: %w", top, err)
+	}
+	return base, nil
+}
+
 // ChangedSince returns, sorted, the paths whose content now differs from the
 // baseline: paths changed now that were clean at the start, paths dirty at the
 // start and edited since, and paths dirty at the start that were reverted
@@ -86,8 +96,16 @@ func ChangedSince(ctx context.Context, dir string, base Baseline) ([]string, err
 // both names of a rename; nil when HEAD has not moved.
 func CommittedSince(ctx context.Context, dir, startHead string) ([]string, error) {
 	head, err := Head(ctx, dir)
-	if err != nil || head == startHead || head == "" {
+	if err != nil {
 		return nil, err
+	}
+	return committedBetween(ctx, dir, startHead, head)
+}
+
+// committedBetween is CommittedSince with HEAD known to be head.
+func committedBetween(ctx context.Context, dir, startHead, head string) ([]string, error) {
+	if head == startHead || head == "" {
+		return nil, nil
 	}
 	args := []string{"diff-tree", "-r", "-z", "--no-renames", "--name-only", startHead, head}
 	if startHead == "" {
@@ -113,7 +131,16 @@ func CommittedSince(ctx context.Context, dir, startHead string) ([]string, error
 // (an agent's `git add --all` sweeping up the user's own work) is not a
 // change made since the baseline, and is left out.
 func CommittedChanges(ctx context.Context, dir, since string, base Baseline) ([]string, error) {
-	paths, err := CommittedSince(ctx, dir, since)
+	head, err := Head(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	return committedChanges(ctx, dir, since, head, base)
+}
+
+// committedChanges is CommittedChanges with HEAD known to be head.
+func committedChanges(ctx context.Context, dir, since, head string, base Baseline) ([]string, error) {
+	paths, err := committedBetween(ctx, dir, since, head)
 	if err != nil || len(paths) == 0 {
 		return paths, err
 	}
@@ -126,7 +153,7 @@ func CommittedChanges(ctx context.Context, dir, since string, base Baseline) ([]
 	if len(dirtyAtStart) == 0 {
 		return paths, nil
 	}
-	committed, err := headBlobs(ctx, dir, dirtyAtStart)
+	committed, err := headBlobs(ctx, dir, head, dirtyAtStart)
 	if err != nil {
 		return nil, err
 	}
@@ -148,8 +175,8 @@ func CommittedChanges(ctx context.Context, dir, since string, base Baseline) ([]
 // headBlobs returns the blob id at HEAD of each of paths that HEAD holds as
 // a regular file; symlinks and submodules are left out, so they never equal
 // a baseline's marker for them and count as changed.
-func headBlobs(ctx context.Context, dir string, paths []string) (map[string]string, error) {
-	args := []string{"ls-tree", "-r", "-z", "--full-tree", "HEAD", "--"}
+func headBlobs(ctx context.Context, dir, head string, paths []string) (map[string]string, error) {
+	args := []string{"ls-tree", "-r", "-z", "--full-tree", head, "--"}
 	for _, p := range paths {
 		args = append(args, ":(top,literal)"+p)
 	}

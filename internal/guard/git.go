@@ -67,6 +67,10 @@ type gitCmd struct {
 	args  []string
 	env   []string // extra KEY=VALUE entries, winning over the inherited ones
 	stdin io.Reader
+	// drivers, when set, are the driver overrides to use, known to be
+	// current (a Tracker keeps them); else they are read before a command
+	// that may run a driver.
+	drivers *[][2]string
 }
 
 // safeConfig turns off, for every git runr runs, each way a repository (its
@@ -106,9 +110,14 @@ var safeEnv = []string{"LC_ALL=C", "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=
 // stopped.
 func (c gitCmd) run(ctx context.Context) ([]byte, error) {
 	if mayRunDrivers(c.args) {
-		over, err := driverOverrides(ctx, c.dir)
-		if err != nil {
-			return nil, err
+		var over [][2]string
+		if c.drivers != nil {
+			over = *c.drivers
+		} else {
+			var err error
+			if over, _, err = driverOverrides(ctx, c.dir); err != nil {
+				return nil, err
+			}
 		}
 		c.env = append(slices.Clone(c.env), configEnv(over)...)
 	}
@@ -194,29 +203,50 @@ func mayRunDrivers(args []string) bool {
 // git stores and compares the bytes as they are. Drivers from the user's
 // global and system config (where `git lfs install` puts its filter) stay: an
 // agent that can rewrite those can rewrite the user's shell profile too.
-func driverOverrides(ctx context.Context, dir string) ([][2]string, error) {
-	out, err := gitCmd{dir: dir}.exec(ctx, []string{"config", "--list", "--show-scope", "-z"})
+//
+// It also returns the files those drivers can come from: every file the
+// repository's own config was read from, and every file it includes (found
+// or not), as absolute paths. While none of them changes, the overrides
+// stay right (a Tracker reuses them on that condition).
+func driverOverrides(ctx context.Context, dir string) (over [][2]string, sources []string, err error) {
+	out, err := gitCmd{dir: dir}.exec(ctx, []string{"config", "--list", "--show-scope", "--show-origin", "-z"})
 	if err != nil {
 		if exitCode(err) > 0 {
 			// No config at all, or outside a repository: the command
 			// itself reports what is wrong.
-			return nil, nil
+			return nil, nil, nil
 		}
-		return nil, fmt.Errorf("read the git config of %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("read the git config of %s: %w", dir, err)
 	}
-	var over [][2]string
 	seen := map[string]bool{}
-	// Each entry is "<scope>\x00<key>\n<value>\x00" (no "\n<value>" for a
-	// bare key).
+	addSource := func(p string) {
+		if !slices.Contains(sources, p) {
+			sources = append(sources, p)
+		}
+	}
+	// Each entry is "<scope>\x00<origin>\x00<key>\n<value>\x00" (no
+	// "\n<value>" for a bare key); a file's origin is "file:<path>", the
+	// path relative to dir.
 	recs := strings.Split(string(out), "\x00")
-	for i := 0; i+1 < len(recs); i += 2 {
-		scope, kv := recs[i], recs[i+1]
+	for i := 0; i+2 < len(recs); i += 3 {
+		scope, origin, kv := recs[i], recs[i+1], recs[i+2]
 		if scope != "local" && scope != "worktree" {
 			continue
 		}
+		file := ""
+		if f, ok := strings.CutPrefix(origin, "file:"); ok {
+			file = f
+			if !filepath.IsAbs(file) {
+				file = filepath.Join(dir, file)
+			}
+			addSource(file)
+		}
 		// Section and variable come lower-cased; the name between them
 		// is kept as written, as it must be matched.
-		key, _, _ := strings.Cut(kv, "\n")
+		key, value, _ := strings.Cut(kv, "\n")
+		if (key == "include.path" || strings.HasPrefix(key, "includeif.") && strings.HasSuffix(key, ".path")) && file != "" {
+			addSource(includePath(file, value))
+		}
 		section, rest, ok := strings.Cut(key, ".")
 		if !ok {
 			continue
@@ -248,7 +278,21 @@ func driverOverrides(ctx context.Context, dir string) ([][2]string, error) {
 			over = append(over, [2]string{"filter." + name + ".required", "false"})
 		}
 	}
-	return over, nil
+	return over, sources, nil
+}
+
+// includePath resolves an include.path value as git does: "~/" is the home
+// directory, a relative path is relative to the including file's directory.
+func includePath(from, value string) string {
+	if rest, ok := strings.CutPrefix(value, "~/"); ok {
+		if h, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(h, rest)
+		}
+	}
+	if filepath.IsAbs(value) {
+		return filepath.Clean(value)
+	}
+	return filepath.Join(filepath.Dir(from), value)
 }
 
 // git runs a plain git command in dir.

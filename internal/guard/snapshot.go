@@ -32,9 +32,10 @@ const RuleGitMetadata = "git-metadata"
 // change what it shows (.git/config, .git/info/*, .git/hooks/*), which an
 // agent must not touch at all.
 //
-// Comparing costs one `git ls-files` walk of the tree and one lstat per file;
-// only files whose stat data changed (or changed too close to the start to
-// trust it) are read and hashed.
+// ChangedFiles compares with one `git ls-files` walk of the tree and one
+// lstat per file; only files whose stat data changed (or changed too close
+// to the start to trust it) are read and hashed. A Tracker made from the
+// snapshot compares with one git status instead.
 type Snapshot struct {
 	Taken    time.Time
 	Excludes string               // the ignore patterns in force at the start, as one top-level exclude file
@@ -43,6 +44,18 @@ type Snapshot struct {
 	// CommonDir and GitDir are where git's own files were at the start, so
 	// that ChangedMeta can read them without asking git.
 	CommonDir, GitDir string
+	// Top is the root of the working tree; ObjectFormat the repository's
+	// (sha1 or sha256), which content hashes are computed in.
+	Top, ObjectFormat string
+	// Index is the user's index at the start, with the assume-unchanged
+	// and skip-worktree bits that could hide a change cleared (Tracker's
+	// private index); HasIndex says it was taken (an index may be empty).
+	// Sparse lists the skip-worktree entries with no file at the start,
+	// which keep their bit (git status would report each as deleted) and
+	// are looked at by name.
+	Index    []byte
+	HasIndex bool
+	Sparse   []string
 }
 
 // FileState is a file's content hash (as Baseline spells it) and the stat
@@ -63,30 +76,98 @@ const racyWindow = 2 * time.Second
 
 // TakeSnapshot records the working tree at dir and git's own files.
 func TakeSnapshot(ctx context.Context, dir string) (*Snapshot, error) {
-	top, err := TopLevel(ctx, dir)
+	paths, err := gitPaths(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	snap := &Snapshot{Taken: time.Now()}
-	if snap.CommonDir, snap.GitDir, err = gitDirs(ctx, top); err != nil {
-		return nil, err
-	}
+	top := paths.top
+	snap := &Snapshot{Taken: time.Now(), Top: top}
+	snap.CommonDir, snap.GitDir, snap.ObjectFormat = paths.common, paths.own, paths.format
 	if snap.Meta, err = metaFiles(snap.CommonDir, snap.GitDir); err != nil {
 		return nil, err
 	}
-	if snap.Excludes, err = startExcludes(ctx, top); err != nil {
+	if snap.Excludes, err = startExcludes(ctx, top, paths.exclude); err != nil {
 		return nil, err
 	}
 	// The user's own index, at the start, names the tracked files: those
 	// count whatever the ignore rules say.
-	paths, err := listFiles(ctx, top, snap.Excludes, false)
+	files, err := snap.takeIndex(ctx, paths.index)
 	if err != nil {
 		return nil, err
 	}
-	if snap.Files, err = stateOf(ctx, top, paths, nil); err != nil {
+	if snap.Files, err = stateOf(top, files, nil, newHashCache(snap.ObjectFormat)); err != nil {
 		return nil, fmt.Errorf("take the snapshot of %s: %w", top, err)
 	}
 	return snap, nil
+}
+
+// takeIndex copies the user's index (at realIndex) into the snapshot,
+// clears in the copy every bit that hides a change of a file from git
+// status, and lists, in the same git command, the files of the tree: those
+// the index tracks and those the start's ignore rules leave in.
+func (s *Snapshot) takeIndex(ctx context.Context, realIndex string) ([]string, error) {
+	tmp, err := os.MkdirTemp("", "runr-guard-")
+	if err != nil {
+		return nil, fmt.Errorf("take the snapshot of %s: %w", s.Top, err)
+	}
+	defer os.RemoveAll(tmp)
+	excl := filepath.Join(tmp, "exclude")
+	if err := os.WriteFile(excl, []byte(selfExcluded(s.Top, tmp, s.Excludes)), 0o600); err != nil {
+		return nil, fmt.Errorf("take the snapshot of %s: %w", s.Top, err)
+	}
+	index := filepath.Join(tmp, "index")
+	if err := copyFile(realIndex, index); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("take the snapshot of %s: copy the index %s: %w", s.Top, realIndex, err)
+	}
+	env := []string{"GIT_INDEX_FILE=" + index}
+	out, err := gitCmd{dir: s.Top, env: env, args: []string{"ls-files", "-z", "-v", "--cached", "--others", "--exclude-from=" + excl}}.run(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list the files of %s: %w", s.Top, err)
+	}
+	var files, assumed, skipped []string
+	for _, rec := range bytes.Split(out, []byte{0}) {
+		if len(rec) < 3 {
+			continue
+		}
+		tag, p := rec[0], strings.TrimSuffix(string(rec[2:]), "/")
+		files = append(files, p)
+		switch {
+		case tag == '?':
+		case tag == 'S' || tag == 's':
+			// A skip-worktree entry with no file is a sparse checkout's:
+			// it keeps its bit, and is watched by name.
+			if _, err := os.Lstat(filepath.Join(s.Top, filepath.FromSlash(p))); err == nil {
+				skipped = append(skipped, p)
+			} else {
+				s.Sparse = append(s.Sparse, p)
+			}
+			if tag == 's' {
+				assumed = append(assumed, p)
+			}
+		case tag >= 'a' && tag <= 'z':
+			assumed = append(assumed, p)
+		}
+	}
+	// update-index takes one of these flags at a time.
+	for _, clear := range []struct {
+		flag  string
+		paths []string
+	}{{"--no-assume-unchanged", assumed}, {"--no-skip-worktree", skipped}} {
+		if len(clear.paths) == 0 {
+			continue
+		}
+		in := strings.Join(clear.paths, "\x00") + "\x00"
+		c := gitCmd{dir: s.Top, env: env, args: []string{"update-index", clear.flag, "-z", "--stdin"}, stdin: strings.NewReader(in)}
+		if _, err := c.run(ctx); err != nil {
+			return nil, fmt.Errorf("take the snapshot of %s: %w", s.Top, err)
+		}
+	}
+	if s.Index, err = os.ReadFile(index); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("take the snapshot of %s: %w", s.Top, err)
+	}
+	s.HasIndex = true
+	slices.Sort(files)
+	return slices.Compact(files), nil
 }
 
 // ChangedFiles returns, sorted, every path created, changed or deleted since
@@ -96,7 +177,22 @@ func (s *Snapshot) ChangedFiles(ctx context.Context, dir string) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
-	paths, err := listFiles(ctx, top, s.Excludes, true)
+	format := s.ObjectFormat
+	if format == "" {
+		// A snapshot that did not record it.
+		out, err := git(ctx, top, "rev-parse", "--show-object-format")
+		if err != nil {
+			return nil, fmt.Errorf("find the object format of %s: %w", top, err)
+		}
+		format = firstLine(out)
+	}
+	return s.changedFiles(ctx, top, newHashCache(format))
+}
+
+// changedFiles is ChangedFiles with the root known and the hashes of an
+// earlier look at hand.
+func (s *Snapshot) changedFiles(ctx context.Context, top string, hashes *hashCache) ([]string, error) {
+	paths, err := listFiles(ctx, top, s.Excludes)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +201,7 @@ func (s *Snapshot) ChangedFiles(ctx context.Context, dir string) ([]string, erro
 	}
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
-	now, err := stateOf(ctx, top, paths, s)
+	now, err := stateOf(top, paths, s, hashes)
 	if err != nil {
 		return nil, fmt.Errorf("compare %s with its snapshot: %w", top, err)
 	}
@@ -134,9 +230,11 @@ func (s *Snapshot) ChangedMeta(ctx context.Context, dir string) ([]string, error
 		if err != nil {
 			return nil, err
 		}
-		if common, own, err = gitDirs(ctx, top); err != nil {
+		paths, err := gitPaths(ctx, top)
+		if err != nil {
 			return nil, err
 		}
+		common, own = paths.common, paths.own
 	}
 	now, err := metaFiles(common, own)
 	if err != nil {
@@ -176,26 +274,20 @@ func DecodeSnapshot(data []byte) (*Snapshot, error) {
 }
 
 // listFiles lists the files of the working tree at top that the exclude
-// patterns leave in. With emptyIndex it reads no index at all, so that what
-// an agent did to the index cannot hide a file; else the real index's
-// entries come too, whatever the patterns say. Nested repositories are
-// listed as one path.
-func listFiles(ctx context.Context, top, excludes string, emptyIndex bool) ([]string, error) {
+// patterns leave in. It reads no index at all, so that what an agent did to
+// the index cannot hide a file. Nested repositories are listed as one path.
+func listFiles(ctx context.Context, top, excludes string) ([]string, error) {
 	tmp, err := os.MkdirTemp("", "runr-guard-")
 	if err != nil {
 		return nil, fmt.Errorf("list the files of %s: %w", top, err)
 	}
 	defer os.RemoveAll(tmp)
 	excl := filepath.Join(tmp, "exclude")
-	if err := os.WriteFile(excl, []byte(excludes), 0o600); err != nil {
+	if err := os.WriteFile(excl, []byte(selfExcluded(top, tmp, excludes)), 0o600); err != nil {
 		return nil, fmt.Errorf("list the files of %s: %w", top, err)
 	}
-	c := gitCmd{dir: top, args: []string{"ls-files", "-z", "--others", "--exclude-from=" + excl}}
-	if emptyIndex {
-		c.env = []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
-	} else {
-		c.args = append(c.args, "--cached")
-	}
+	c := gitCmd{dir: top, args: []string{"ls-files", "-z", "--others", "--exclude-from=" + excl},
+		env: []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}}
 	out, err := c.run(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list the files of %s: %w", top, err)
@@ -210,60 +302,87 @@ func listFiles(ctx context.Context, top, excludes string, emptyIndex bool) ([]st
 	return slices.Compact(paths), nil
 }
 
+// selfExcluded returns excludes with a pattern that keeps dir, a temporary
+// directory of runr's, out of a listing, for when the temporary directory
+// lies inside the working tree at top.
+func selfExcluded(top, dir, excludes string) string {
+	rel, err := filepath.Rel(top, dir)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+		return excludes
+	}
+	var b strings.Builder
+	for _, c := range filepath.ToSlash(rel) {
+		if strings.ContainsRune(`*?[\!# `, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return excludes + "\n/" + b.String() + "/\n"
+}
+
 // stateOf returns the state of each path. A path whose stat data equals
 // prev's record, and which did not change close to prev's start, keeps
-// prev's hash; the others are hashed.
-func stateOf(ctx context.Context, top string, paths []string, prev *Snapshot) (map[string]FileState, error) {
+// prev's hash; the others are hashed (through hashes, which keeps what it
+// read before).
+func stateOf(top string, paths []string, prev *Snapshot, hashes *hashCache) (map[string]FileState, error) {
 	out := make(map[string]FileState, len(paths))
-	var rehash []string
 	for _, p := range paths {
-		full := filepath.Join(top, filepath.FromSlash(p))
-		var st unix.Stat_t
-		err := unix.Lstat(full, &st)
-		switch {
-		case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR):
-			out[p] = FileState{Hash: DeletedHash}
-			continue
-		case err != nil:
-			return nil, fmt.Errorf("inspect %s: %w", full, err)
+		fst, err := prev.stateOf(top, p, hashes)
+		if err != nil {
+			return nil, err
 		}
-		fst := FileState{Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(), Ino: st.Ino, Mode: uint32(st.Mode)}
-		if prev != nil {
-			was, ok := prev.Files[p]
-			limit := prev.Taken.Add(-racyWindow).UnixNano()
-			if ok && was.Size == fst.Size && was.Mtime == fst.Mtime && was.Ctime == fst.Ctime && was.Ino == fst.Ino &&
-				was.Mode == fst.Mode && fst.Mtime < limit && fst.Ctime < limit {
-				out[p] = was
-				continue
-			}
-		}
-		out[p] = fst
-		rehash = append(rehash, p)
-	}
-	hashes, err := hashPaths(ctx, top, rehash)
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range rehash {
-		fst := out[p]
-		fst.Hash = hashes[p]
 		out[p] = fst
 	}
 	return out, nil
 }
 
-// gitDirs returns the absolute common and own git directories of the
-// working tree at top.
-func gitDirs(ctx context.Context, top string) (common, own string, err error) {
-	out, err := git(ctx, top, "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir")
+// stateOf is the state of one path, as the function of that name
+// computes it; s may be nil.
+func (s *Snapshot) stateOf(top, p string, hashes *hashCache) (FileState, error) {
+	if s != nil {
+		if was, ok := s.Files[p]; ok && was.Hash != DeletedHash {
+			var st unix.Stat_t
+			if err := unix.Lstat(filepath.Join(top, filepath.FromSlash(p)), &st); err == nil {
+				fst := statState(&st)
+				limit := s.Taken.Add(-racyWindow).UnixNano()
+				if sameStat(was, fst) && fst.Mtime < limit && fst.Ctime < limit {
+					return was, nil
+				}
+			}
+		}
+	}
+	return hashes.state(top, p)
+}
+
+// repoPaths are where a working tree's git files are.
+type repoPaths struct {
+	top            string // the root of the working tree
+	common, own    string // the common and own git directories
+	index, exclude string // the index and info/exclude
+	format         string // the object format
+}
+
+// gitPaths returns, from one git command, the root of the working tree
+// that holds dir, its absolute git directories, index and exclude file,
+// and its object format.
+func gitPaths(ctx context.Context, dir string) (repoPaths, error) {
+	if _, err := os.Stat(dir); err != nil {
+		return repoPaths{}, fmt.Errorf("find the git repository of %s: %w", dir, err)
+	}
+	out, err := git(ctx, dir, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir", "--git-dir",
+		"--git-path", "index", "--git-path", "info/exclude", "--show-object-format")
 	if err != nil {
-		return "", "", fmt.Errorf("find the git dir of %s: %w", top, err)
+		if exitCode(err) > 0 {
+			return repoPaths{}, fmt.Errorf("%s: %w (no working tree found): run runr inside a git checkout, or run `git init` there first", dir, ErrNotRepository)
+		}
+		return repoPaths{}, fmt.Errorf("find the git dir of %s: %w", dir, err)
 	}
 	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	if len(lines) != 2 {
-		return "", "", fmt.Errorf("find the git dir of %s: unexpected output %q", top, out)
+	if len(lines) != 6 || lines[0] == "" {
+		return repoPaths{}, fmt.Errorf("%s: %w (it is inside a .git directory or a bare repository): run runr from the working tree", dir, ErrNotRepository)
 	}
-	return filepath.FromSlash(lines[0]), filepath.FromSlash(lines[1]), nil
+	return repoPaths{top: filepath.FromSlash(lines[0]), common: filepath.FromSlash(lines[1]), own: filepath.FromSlash(lines[2]),
+		index: filepath.FromSlash(lines[3]), exclude: filepath.FromSlash(lines[4]), format: lines[5]}, nil
 }
 
 // metaFiles hashes git's own files that can start programs or change what
@@ -294,7 +413,11 @@ func metaFiles(common, own string) (map[string]string, error) {
 			if d.IsDir() {
 				return nil
 			}
-			h, err := metaHash(p, d)
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			h, err := metaHash(p, info)
 			if err != nil {
 				return err
 			}
@@ -309,11 +432,7 @@ func metaFiles(common, own string) (map[string]string, error) {
 }
 
 // metaHash identifies a file of git's own by its kind, mode and content.
-func metaHash(p string, d fs.DirEntry) (string, error) {
-	info, err := d.Info()
-	if err != nil {
-		return "", err
-	}
+func metaHash(p string, info fs.FileInfo) (string, error) {
 	switch {
 	case info.Mode()&fs.ModeSymlink != 0:
 		target, err := os.Readlink(p)
@@ -334,7 +453,7 @@ func metaHash(p string, d fs.DirEntry) (string, error) {
 // later match wins): core.excludesFile, .git/info/exclude, then each
 // .gitignore, shallower first, its patterns rewritten to apply only below
 // its own directory.
-func startExcludes(ctx context.Context, top string) (string, error) {
+func startExcludes(ctx context.Context, top, infoExclude string) (string, error) {
 	var b strings.Builder
 	excludesFile, err := configValue(ctx, top, "core.excludesFile")
 	if err != nil {
@@ -351,11 +470,7 @@ func startExcludes(ctx context.Context, top string) (string, error) {
 			excludesFile = filepath.Join(h, rest)
 		}
 	}
-	out, err := git(ctx, top, "rev-parse", "--path-format=absolute", "--git-path", "info/exclude")
-	if err != nil {
-		return "", fmt.Errorf("find the exclude file of %s: %w", top, err)
-	}
-	for _, f := range []string{excludesFile, filepath.FromSlash(firstLine(out))} {
+	for _, f := range []string{excludesFile, infoExclude} {
 		if f == "" {
 			continue
 		}
@@ -364,7 +479,7 @@ func startExcludes(ctx context.Context, top string) (string, error) {
 			b.WriteByte('\n')
 		}
 	}
-	out, err = git(ctx, top, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", ":(glob)**/.gitignore")
+	out, err := git(ctx, top, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", ":(glob)**/.gitignore")
 	if err != nil {
 		return "", fmt.Errorf("find the .gitignore files of %s: %w", top, err)
 	}

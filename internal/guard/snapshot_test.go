@@ -50,54 +50,7 @@ func snapRepo(t *testing.T) string {
 // what the start's rules ignored stays ignored.
 func TestSnapshotSeesHiddenChanges(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name string
-		do   func(t *testing.T, dir string)
-		want []string
-	}{
-		{"nothing", func(t *testing.T, dir string) {}, nil},
-		{"ignored at the start", func(t *testing.T, dir string) {
-			writeFile(t, dir, "build/new.o", "o")
-			writeFile(t, dir, "deep/x.log", "l")
-			writeFile(t, dir, "sub/a/b.tmp", "t")
-		}, nil},
-		{"rules of a nested .gitignore stay below it", func(t *testing.T, dir string) {
-			writeFile(t, dir, "top.tmp", "t")
-			writeFile(t, dir, "sub/keep.tmp", "t")
-		}, []string{"sub/keep.tmp", "top.tmp"}},
-		{"info/exclude", func(t *testing.T, dir string) {
-			writeFile(t, dir, ".git/info/exclude", "secret\n")
-			writeFile(t, dir, "secret", "s")
-		}, []string{"secret"}},
-		{"core.excludesFile", func(t *testing.T, dir string) {
-			writeFile(t, dir, "../ignore", "secret\n")
-			gitT(t, dir, "config", "core.excludesFile", filepath.Join(filepath.Dir(dir), "ignore"))
-			writeFile(t, dir, "secret", "s")
-		}, []string{"secret"}},
-		{"a new .gitignore rule", func(t *testing.T, dir string) {
-			writeFile(t, dir, "src/.gitignore", ".gitignore\nsecret\n")
-			writeFile(t, dir, "src/secret", "s")
-			writeFile(t, dir, ".gitignore", "*\n")
-		}, []string{".gitignore", "src/.gitignore", "src/secret"}},
-		{"assume-unchanged", func(t *testing.T, dir string) {
-			writeFile(t, dir, "cfg/prod.yaml", "evil\n")
-			gitT(t, dir, "update-index", "--assume-unchanged", "cfg/prod.yaml")
-		}, []string{"cfg/prod.yaml"}},
-		{"skip-worktree and delete", func(t *testing.T, dir string) {
-			gitT(t, dir, "update-index", "--skip-worktree", "cfg/prod.yaml")
-			require.NoError(t, os.Remove(filepath.Join(dir, "cfg/prod.yaml")))
-		}, []string{"cfg/prod.yaml"}},
-		{"untracked in the index, same bytes", func(t *testing.T, dir string) {
-			gitT(t, dir, "rm", "--cached", "--quiet", "src/a.go")
-		}, nil},
-		{"same size and mtime, new bytes", func(t *testing.T, dir string) {
-			p := filepath.Join(dir, "src/a.go")
-			info, err := os.Stat(p)
-			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(p, []byte("package b\n"), 0o644))
-			require.NoError(t, os.Chtimes(p, info.ModTime(), info.ModTime()))
-		}, []string{"src/a.go"}},
-	} {
+	for _, tc := range hidingCases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
@@ -166,4 +119,55 @@ func TestSnapshotSaveLoad(t *testing.T) {
 
 	_, err = DecodeSnapshot([]byte("junk"))
 	assert.ErrorContains(t, err, "damaged")
+}
+
+// hidingCases are the ways an agent can hide a change from git status, and
+// what a guard must still report after each (snapRepo's tree).
+var hidingCases = []struct {
+	name string
+	do   func(t *testing.T, dir string)
+	want []string
+}{
+	{"nothing", func(t *testing.T, dir string) {}, nil},
+	{"ignored at the start", func(t *testing.T, dir string) {
+		writeFile(t, dir, "build/new.o", "o")
+		writeFile(t, dir, "deep/x.log", "l")
+		writeFile(t, dir, "sub/a/b.tmp", "t")
+	}, nil},
+	{"rules of a nested .gitignore stay below it", func(t *testing.T, dir string) {
+		writeFile(t, dir, "top.tmp", "t")
+		writeFile(t, dir, "sub/keep.tmp", "t")
+	}, []string{"sub/keep.tmp", "top.tmp"}},
+	{"info/exclude", func(t *testing.T, dir string) {
+		writeFile(t, dir, ".git/info/exclude", "secret\n")
+		writeFile(t, dir, "secret", "s")
+	}, []string{"secret"}},
+	{"core.excludesFile", func(t *testing.T, dir string) {
+		writeFile(t, dir, "../ignore", "secret\n")
+		gitT(t, dir, "config", "core.excludesFile", filepath.Join(filepath.Dir(dir), "ignore"))
+		writeFile(t, dir, "secret", "s")
+	}, []string{"secret"}},
+	{"a new .gitignore rule", func(t *testing.T, dir string) {
+		writeFile(t, dir, "src/.gitignore", ".gitignore\nsecret\n")
+		writeFile(t, dir, "src/secret", "s")
+		writeFile(t, dir, ".gitignore", "*\n")
+	}, []string{".gitignore", "src/.gitignore", "src/secret"}},
+	{"assume-unchanged", func(t *testing.T, dir string) {
+		writeFile(t, dir, "cfg/prod.yaml", "evil\n")
+		gitT(t, dir, "update-index", "--assume-unchanged", "cfg/prod.yaml")
+	}, []string{"cfg/prod.yaml"}},
+	{"skip-worktree and delete", func(t *testing.T, dir string) {
+		gitT(t, dir, "update-index", "--skip-worktree", "cfg/prod.yaml")
+		require.NoError(t, os.Remove(filepath.Join(dir, "cfg/prod.yaml")))
+	}, []string{"cfg/prod.yaml"}},
+	{"untracked in the index, same bytes", func(t *testing.T, dir string) {
+		gitT(t, dir, "rm", "--cached", "--quiet", "src/a.go")
+	}, nil},
+	{"same size and mtime, new bytes", func(t *testing.T, dir string) {
+		p := filepath.Join(dir, "src/a.go")
+		info, err := os.Stat(p)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(p, []byte("package b\n"), 0o644))
+		require.NoError(t, os.Chtimes(p, info.ModTime(), info.ModTime()))
+	}, []string{"src/a.go"}},
 }

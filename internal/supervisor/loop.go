@@ -230,6 +230,7 @@ func (sp *stop) withContext(st *state.State) stopreasons.Stop {
 // stop.json.
 func (s *Supervisor) finish(sp *stop) (*state.State, error) {
 	st := s.st
+	s.takeAgentVersion(true)
 	now := s.o.Now().UTC()
 	st.Statistics = statistics(st)
 	reason := state.NewStopReason(sp.Code, st.Statistics.Approved, sp.Message)

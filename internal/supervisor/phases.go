@@ -270,13 +270,15 @@ func (s *Supervisor) account(ar agents.Result, res worker.Result) {
 // run one) ends the step.
 func (s *Supervisor) afterImplement(ctx context.Context) (result, bool) {
 	st := s.st
+	// Asked for beside the call, answered by now.
+	s.takeAgentVersion(true)
 	// Read before any git call of the guards; the calls that follow run no
 	// program such a file could name, so the stop can name every file.
 	meta, err := s.changedGitMetadata(ctx)
 	if err != nil {
 		return s.gitFault(err), true
 	}
-	hash, err := guard.TreeHash(ctx, s.dir)
+	hash, changed, committed, err := s.agentChanges(ctx)
 	if err != nil {
 		return s.gitFault(err), true
 	}
@@ -289,10 +291,6 @@ func (s *Supervisor) afterImplement(ctx context.Context) (result, bool) {
 		st.Counters.Noop++
 	}
 	st.TreeHash = hash
-	changed, committed, err := s.agentChanges(ctx)
-	if err != nil {
-		return s.gitFault(err), true
-	}
 	// The task file is runr's input, read once when the run started: an
 	// agent ticking its boxes is not out of scope.
 	inScope := slices.DeleteFunc(slices.Clone(changed), func(p string) bool { return p == st.Task.File })
@@ -340,34 +338,78 @@ func (s *Supervisor) afterImplement(ctx context.Context) (result, bool) {
 	return result{}, false
 }
 
-// agentChanges returns, sorted, every path the agent changed since the run
-// started: in the working tree, and in commits it made itself, which leave
-// git status and so escape the baseline. The second list is the committed
-// ones. Commits up to GuardHead (runr's own checkpoints) were judged before.
-// The snapshot adds what git status no longer shows: files hidden by ignore
-// rules or index bits the agent set.
-func (s *Supervisor) agentChanges(ctx context.Context) (all, committed []string, err error) {
+// agentChanges returns the tree's fingerprint and, sorted, every path the
+// agent changed since the run started: in the working tree, and in commits
+// it made itself, which leave git status and so escape the baseline. The
+// second list is the committed ones. Commits up to GuardHead (runr's own
+// checkpoints) were judged before. The snapshot adds what git status no
+// longer shows: files hidden by ignore rules or index bits the agent set.
+// With the snapshot's Tracker this is one git process while HEAD stays.
+func (s *Supervisor) agentChanges(ctx context.Context) (hash string, all, committed []string, err error) {
 	base := guard.Baseline(s.st.Baseline)
+	t, err := s.guardTracker()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if t != nil {
+		look, err := t.Look(ctx, s.st.GuardHead, base)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		all = append(slices.Clone(look.Changed), look.Committed...)
+		slices.Sort(all)
+		return look.Fingerprint, slices.Compact(all), look.Committed, nil
+	}
+	// A run an older runr started, without the index in its snapshot.
+	if hash, err = guard.TreeHash(ctx, s.dir); err != nil {
+		return "", nil, nil, err
+	}
 	changed, err := guard.ChangedSince(ctx, s.dir, base)
 	if err != nil {
-		return nil, nil, err
+		return "", nil, nil, err
 	}
 	committed, err = guard.CommittedChanges(ctx, s.dir, s.st.GuardHead, base)
 	if err != nil {
-		return nil, nil, err
+		return "", nil, nil, err
 	}
 	all = append(changed, committed...)
 	if snap, err := s.guardSnapshot(); err != nil {
-		return nil, nil, err
+		return "", nil, nil, err
 	} else if snap != nil {
 		hidden, err := snap.ChangedFiles(ctx, s.dir)
 		if err != nil {
-			return nil, nil, err
+			return "", nil, nil, err
 		}
 		all = append(all, hidden...)
 	}
 	slices.Sort(all)
-	return slices.Compact(all), committed, nil
+	return hash, slices.Compact(all), committed, nil
+}
+
+// guardTracker is the Tracker of the run's snapshot, made on first use; nil
+// for a snapshot that cannot have one (an older runr's) or no snapshot.
+func (s *Supervisor) guardTracker() (*guard.Tracker, error) {
+	if s.tracker != nil || s.noTracker {
+		return s.tracker, nil
+	}
+	snap, err := s.guardSnapshot()
+	if err != nil {
+		return nil, err
+	}
+	if snap == nil {
+		s.noTracker = true
+		return nil, nil
+	}
+	t, err := snap.NewTracker(s.store.RunDir(s.st.RunID))
+	if errors.Is(err, guard.ErrNoIndexSnapshot) {
+		s.noTracker = true
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.tracker = t
+	return t, nil
 }
 
 // changedGitMetadata returns a violation for each of git's own files that

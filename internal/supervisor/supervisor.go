@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -86,6 +87,11 @@ type Supervisor struct {
 	sessionID  string
 	pending    []pendingEvent  // events waiting for the next write of state.json
 	snap       *guard.Snapshot // the tree at the start (guardSnapshot)
+	tracker    *guard.Tracker  // reads the tree after each call (guardTracker)
+	noTracker  bool            // the snapshot allows none
+	// agentVersion delivers the agent's version, asked for beside the
+	// preflight and the first call (startAgentVersion).
+	agentVersion chan string
 }
 
 type signalStop struct {
@@ -245,6 +251,9 @@ func (s *Supervisor) openRunFiles() error {
 }
 
 func (s *Supervisor) release() {
+	if s.tracker != nil {
+		s.tracker.Close()
+	}
 	if s.tl != nil {
 		s.tl.Close()
 	}
@@ -281,6 +290,7 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 	if stop := s.prepareAgent(); stop != nil {
 		return stop
 	}
+	s.startAgentVersion(ctx)
 	st := s.st
 	ignore := []string{s.o.TaskFile}
 	if s.cfg.File != "" {
@@ -288,43 +298,61 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 			ignore = append(ignore, rel)
 		}
 	}
+	// In the user's checkout, the dirty check's status is the baseline's.
+	var base guard.Baseline
 	if !st.Flags.Worktree {
-		dirty, err := guard.Dirty(ctx, s.o.Repo, ignore)
+		changes, err := guard.Changes(ctx, s.o.Repo)
 		if err != nil {
 			return internalStop(err)
+		}
+		var dirty []string
+		for _, p := range guard.Paths(changes) {
+			if !slices.Contains(ignore, p) {
+				dirty = append(dirty, p)
+			}
 		}
 		if len(dirty) > 0 && !st.Flags.AllowDirty {
 			return &stop{Stop: stopreasons.Stop{Code: stopreasons.DirtyWorktree, Condition: "allow_dirty",
 				Message: fmt.Sprintf("%d uncommitted change(s) before the run", len(dirty)),
 				Details: &stopreasons.StopDetails{Files: dirty}}}
 		}
-	}
-	if st.Flags.Worktree {
+		if base, err = guard.BaselineOf(ctx, s.o.Repo, changes); err != nil {
+			return internalStop(err)
+		}
+	} else {
 		if stop := s.ensureWorktree(ctx); stop != nil {
 			return stop
 		}
+		var err error
+		if base, err = guard.TakeBaseline(ctx, s.dir); err != nil {
+			return internalStop(err)
+		}
 	}
-	head, err := guard.Head(ctx, s.dir)
-	if err != nil {
-		return internalStop(err)
-	}
-	base, err := guard.TakeBaseline(ctx, s.dir)
-	if err != nil {
-		return internalStop(err)
-	}
-	st.Baseline, st.GuardHead = base, head
-	st.StartChanges = nil
+	var err error
 	if s.snap, err = guard.TakeSnapshot(ctx, s.dir); err != nil {
 		return internalStop(err)
 	}
 	if err := s.saveSnapshot(); err != nil {
 		return internalStop(err)
 	}
+	if s.tracker != nil {
+		s.tracker.Close()
+	}
+	s.tracker, s.noTracker = nil, false
+	// HEAD, and the fingerprint the first call's is compared with.
+	t, err := s.guardTracker()
+	if err != nil {
+		return internalStop(err)
+	}
+	start, err := t.Start(ctx, base)
+	if err != nil {
+		return internalStop(err)
+	}
+	head := start.Head
+	st.Baseline, st.GuardHead, st.TreeHash = base, head, start.Fingerprint
+	st.StartChanges = nil
 	for p := range base {
 		st.StartChanges = append(st.StartChanges, p)
-	}
-	if h, err := guard.TreeHash(ctx, s.dir); err == nil {
-		st.TreeHash = h
 	}
 	st.StartFiles = s.existingWatchedFiles()
 	if stop := s.checkPrograms(); stop != nil {
@@ -334,12 +362,12 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 		return stop
 	}
 	st.Fingerprint = state.Fingerprint{
-		RunrVersion:  s.o.Version,
-		AgentPath:    s.program,
-		AgentVersion: agentVersion(ctx, s.program, s.adapter.VersionArgs()),
-		GitHead:      head,
-		ConfigHash:   s.cfg.Hash(),
+		RunrVersion: s.o.Version,
+		AgentPath:   s.program,
+		GitHead:     head,
+		ConfigHash:  s.cfg.Hash(),
 	}
+	s.takeAgentVersion(false)
 	if err := s.save(); err != nil {
 		return internalStop(err)
 	}
@@ -586,6 +614,36 @@ func (s *Supervisor) signalled() *signalStop {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.sigReason
+}
+
+// startAgentVersion asks the agent program for its version in the
+// background: a slow answer (a CLI that starts a runtime first) then costs
+// the run nothing. takeAgentVersion records it in the fingerprint.
+func (s *Supervisor) startAgentVersion(ctx context.Context) {
+	ch := make(chan string, 1)
+	s.agentVersion = ch
+	program, args := s.program, s.adapter.VersionArgs()
+	go func() { ch <- agentVersion(ctx, program, args) }()
+}
+
+// takeAgentVersion records the agent's version in the fingerprint once it
+// is known; with wait, it waits for it (a Probe's timeout at most).
+func (s *Supervisor) takeAgentVersion(wait bool) {
+	if s.agentVersion == nil {
+		return
+	}
+	var v string
+	if wait {
+		v = <-s.agentVersion
+	} else {
+		select {
+		case v = <-s.agentVersion:
+		default:
+			return
+		}
+	}
+	s.agentVersion = nil
+	s.st.Fingerprint.AgentVersion = v
 }
 
 // agentVersion asks the agent program for its version, briefly; "" when it

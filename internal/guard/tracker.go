@@ -1,0 +1,374 @@
+package guard
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Tracker looks at a run's working tree after each agent call, against the
+// run's Snapshot, with one git process: `git status` on a private copy of
+// the index as it was at the start (with the bits that hide changes
+// cleared), with the ignore rules of the start. What it reports is what the
+// snapshot's ChangedFiles reports, and the commits made since a given one.
+//
+// The status lists every file whose content may differ from the start; Go
+// then hashes those (keeping each hash while the file's stat data stays the
+// same) and compares them with the snapshot. While no ignore rule differs
+// from the start, nothing the start's rules left in can be hidden from that
+// status; after a .gitignore or .git/info/exclude changed, each look also
+// lists the whole tree without any index, as ChangedFiles does (one more git
+// process). The repository's own config is read again, for the drivers it
+// names, only when a file it was read from changed.
+//
+// A Tracker is used by one goroutine; Close removes its private files.
+type Tracker struct {
+	snap     *Snapshot
+	top      string
+	tmp      string
+	index    string // the private index
+	excludes string // the start's ignore rules, as one file
+	hashes   *hashCache
+
+	drivers       [][2]string
+	driverSources map[string]string // each config file the drivers came from, to its content hash
+	driversRead   bool
+
+	committed struct {
+		since, head string
+		paths       []string
+		ok          bool
+	}
+}
+
+// Look is what a Tracker saw.
+type Look struct {
+	// Head is the commit HEAD points at, "" before the first commit.
+	Head string
+	// Changed lists, sorted, the paths whose content differs from the
+	// start: created, changed or deleted, whatever the index or the ignore
+	// rules now say (those the start's rules ignored excepted).
+	Changed []string
+	// Committed lists, sorted, the paths the commits made since the given
+	// commit changed, as CommittedChanges.
+	Committed []string
+	// Fingerprint identifies the content of the working tree: the same
+	// content gives the same fingerprint, any change of a file that counts
+	// (one Changed would list) a different one. It is not a git object id.
+	Fingerprint string
+}
+
+// ErrNoIndexSnapshot: the snapshot was taken by a runr that did not keep
+// the index, so no Tracker can work from it.
+var ErrNoIndexSnapshot = errors.New("the guard snapshot holds no index")
+
+// NewTracker prepares a Tracker for the snapshot's working tree. Its
+// private files go in the directory "guard" of parent, a directory of
+// runr's own outside the working tree (the run's directory), made anew:
+// what an earlier runr of the run left there goes.
+func (s *Snapshot) NewTracker(parent string) (*Tracker, error) {
+	if !s.HasIndex || s.Top == "" {
+		return nil, ErrNoIndexSnapshot
+	}
+	tmp := filepath.Join(parent, "guard")
+	if err := os.RemoveAll(tmp); err != nil {
+		return nil, fmt.Errorf("prepare the guard of %s: %w", s.Top, err)
+	}
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return nil, fmt.Errorf("prepare the guard of %s: %w", s.Top, err)
+	}
+	return &Tracker{snap: s, top: s.Top, tmp: tmp, index: filepath.Join(tmp, "index"),
+		excludes: filepath.Join(tmp, "exclude"), hashes: newHashCache(s.ObjectFormat)}, nil
+}
+
+// Close removes the Tracker's private files.
+func (t *Tracker) Close() error {
+	return os.RemoveAll(t.tmp)
+}
+
+// writePrivate writes the private index and exclude file anew, from
+// memory: whatever changed them since (they lie where an agent can write)
+// has no effect. A new file renamed into place replaces whatever is there,
+// a symlink included, and writes nothing else.
+func (t *Tracker) writePrivate() error {
+	for _, f := range []struct {
+		path string
+		data []byte
+	}{{t.index, t.snap.Index}, {t.excludes, []byte(t.snap.Excludes)}} {
+		if len(f.data) == 0 && f.path == t.index {
+			// No index at the start: none now either.
+			if err := os.Remove(f.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			continue
+		}
+		tmp, err := os.CreateTemp(t.tmp, "new-")
+		if err != nil {
+			return err
+		}
+		_, werr := tmp.Write(f.data)
+		if cerr := tmp.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr == nil {
+			werr = os.Rename(tmp.Name(), f.path)
+		}
+		if werr != nil {
+			os.Remove(tmp.Name())
+			return werr
+		}
+	}
+	return nil
+}
+
+// Look reads the working tree: one git status, and, when HEAD has moved
+// away from since (the last commit already judged) to a commit it has not
+// seen, the commits in between. base is the run's Baseline, for what the
+// commits took along unchanged.
+func (t *Tracker) Look(ctx context.Context, since string, base Baseline) (Look, error) {
+	return t.look(ctx, &since, base)
+}
+
+// Start is the first Look, before any commit was judged: its Head is the
+// commit the run starts from, and nothing is committed since.
+func (t *Tracker) Start(ctx context.Context, base Baseline) (Look, error) {
+	return t.look(ctx, nil, base)
+}
+
+// look is Look; a nil since is HEAD as the status shows it.
+func (t *Tracker) look(ctx context.Context, since *string, base Baseline) (Look, error) {
+	if err := t.refreshDrivers(ctx); err != nil {
+		return Look{}, err
+	}
+	if err := t.writePrivate(); err != nil {
+		return Look{}, fmt.Errorf("prepare the guard of %s: %w", t.top, err)
+	}
+	c := gitCmd{dir: t.top, drivers: &t.drivers,
+		env: []string{"GIT_INDEX_FILE=" + t.index},
+		args: []string{"-c", "core.excludesFile=" + t.excludes, "-c", "status.renames=false",
+			"status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all", "--ignored=matching", "--no-renames"}}
+	out, err := c.run(ctx)
+	if err != nil {
+		if exitCode(err) > 0 {
+			return Look{}, fmt.Errorf("read the status of %s: %w: %v", t.top, ErrNotRepository, err)
+		}
+		return Look{}, fmt.Errorf("read the status of %s: %w", t.top, err)
+	}
+	head, listed, ignored, err := parseLook(out)
+	if err != nil {
+		return Look{}, fmt.Errorf("read the status of %s: %w", t.top, err)
+	}
+	for _, p := range t.snap.Sparse {
+		if _, err := os.Lstat(filepath.Join(t.top, filepath.FromSlash(p))); err == nil {
+			listed = append(listed, p)
+		}
+	}
+	slices.Sort(listed)
+	listed = slices.Compact(listed)
+
+	now := map[string]string{}
+	var changed []string
+	rulesChanged := t.excludeChanged()
+	for _, p := range listed {
+		h, diff, err := t.compare(p, base)
+		if err != nil {
+			return Look{}, err
+		}
+		if diff {
+			changed = append(changed, p)
+			now[p] = h
+			rulesChanged = rulesChanged || path.Base(p) == ".gitignore"
+		}
+	}
+	for _, p := range ignored {
+		// A .gitignore that ignores itself shows only here.
+		if path.Base(p) == ".gitignore" {
+			if _, diff, err := t.compare(p, base); err != nil {
+				return Look{}, err
+			} else if diff {
+				rulesChanged = true
+			}
+		}
+	}
+	if rulesChanged {
+		// A rule of today may hide what the start's rules left in: list
+		// the tree with the start's rules alone.
+		hidden, err := t.snap.changedFiles(ctx, t.top, t.hashes)
+		if err != nil {
+			return Look{}, err
+		}
+		for _, p := range hidden {
+			if _, ok := now[p]; !ok {
+				h, _, err := t.compare(p, base)
+				if err != nil {
+					return Look{}, err
+				}
+				now[p] = h
+				changed = append(changed, p)
+			}
+		}
+		slices.Sort(changed)
+	}
+	var committed []string
+	if since != nil {
+		if committed, err = t.committedSince(ctx, *since, head, base); err != nil {
+			return Look{}, err
+		}
+	}
+	sum := sha256.New()
+	for _, p := range changed {
+		sum.Write([]byte(p))
+		sum.Write([]byte{0})
+		sum.Write([]byte(now[p]))
+		sum.Write([]byte{0})
+	}
+	return Look{Head: head, Changed: changed, Committed: committed, Fingerprint: hex.EncodeToString(sum.Sum(nil))}, nil
+}
+
+// compare returns the content hash of p now, and whether it differs from
+// p's at the start: the snapshot's, else the baseline's, else no file.
+func (t *Tracker) compare(p string, base Baseline) (string, bool, error) {
+	fst, err := t.snap.stateOf(t.top, p, t.hashes)
+	if err != nil {
+		return "", false, err
+	}
+	was := DeletedHash
+	if f, ok := t.snap.Files[p]; ok {
+		was = f.Hash
+	} else if b, ok := base[p]; ok {
+		was = b
+	}
+	return fst.Hash, fst.Hash != was, nil
+}
+
+// excludeChanged reports whether .git/info/exclude differs from the start.
+func (t *Tracker) excludeChanged() bool {
+	p := filepath.Join(t.snap.CommonDir, "info", "exclude")
+	name := path.Join(filepath.Base(t.snap.CommonDir), "info", "exclude")
+	was, existed := t.snap.Meta[name]
+	info, err := os.Lstat(p)
+	if err != nil {
+		return existed || !errors.Is(err, fs.ErrNotExist)
+	}
+	h, err := metaHash(p, info)
+	return err != nil || !existed || h != was
+}
+
+// committedSince is CommittedChanges for HEAD at head, kept while neither
+// since nor head moves.
+func (t *Tracker) committedSince(ctx context.Context, since, head string, base Baseline) ([]string, error) {
+	if head == since || head == "" {
+		return nil, nil
+	}
+	c := &t.committed
+	if c.ok && c.since == since && c.head == head {
+		return slices.Clone(c.paths), nil
+	}
+	paths, err := committedChanges(ctx, t.top, since, head, base)
+	if err != nil {
+		return nil, err
+	}
+	c.since, c.head, c.paths, c.ok = since, head, paths, true
+	return slices.Clone(paths), nil
+}
+
+// refreshDrivers reads the repository's config for its drivers the first
+// time, and again whenever a file it came from (or one it includes) changed.
+func (t *Tracker) refreshDrivers(ctx context.Context) error {
+	if t.driversRead {
+		same := true
+		for f, h := range t.driverSources {
+			if fileHash(f) != h {
+				same = false
+				break
+			}
+		}
+		if same {
+			return nil
+		}
+	}
+	over, sources, err := driverOverrides(ctx, t.top)
+	if err != nil {
+		return err
+	}
+	t.drivers, t.driverSources, t.driversRead = over, map[string]string{}, true
+	for _, f := range sources {
+		t.driverSources[f] = fileHash(f)
+	}
+	// The config files themselves, read or not: a local config created
+	// or rewritten later can name drivers too.
+	for _, f := range []string{filepath.Join(t.snap.CommonDir, "config"), filepath.Join(t.snap.CommonDir, "config.worktree"),
+		filepath.Join(t.snap.GitDir, "config.worktree")} {
+		if _, ok := t.driverSources[f]; !ok {
+			t.driverSources[f] = fileHash(f)
+		}
+	}
+	return nil
+}
+
+// fileHash identifies a file's content; "" for no readable file.
+func fileHash(p string) string {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// parseLook parses `git status --porcelain=v2 -z --branch --ignored`: the
+// commit of HEAD, every path listed as changed or untracked (both names of a
+// rename), and the ignored ones. Directories lose their trailing slash.
+func parseLook(out []byte) (head string, listed, ignored []string, err error) {
+	records := bytes.Split(out, []byte{0})
+	for i := 0; i < len(records); i++ {
+		rec := string(records[i])
+		if rec == "" {
+			continue
+		}
+		switch rec[0] {
+		case '#':
+			if oid, ok := strings.CutPrefix(rec, "# branch.oid "); ok && oid != "(initial)" {
+				head = oid
+			}
+		case '!':
+			ignored = append(ignored, strings.TrimSuffix(rec[2:], "/"))
+		case '?':
+			listed = append(listed, strings.TrimSuffix(rec[2:], "/"))
+		case '1':
+			f, err := fields(rec, 8)
+			if err != nil {
+				return "", nil, nil, err
+			}
+			listed = append(listed, f[8])
+		case '2':
+			f, err := fields(rec, 9)
+			if err != nil {
+				return "", nil, nil, err
+			}
+			if i+1 >= len(records) {
+				return "", nil, nil, fmt.Errorf("git status: rename record for %q has no original name", f[9])
+			}
+			i++
+			listed = append(listed, f[9], string(records[i]))
+		case 'u':
+			f, err := fields(rec, 10)
+			if err != nil {
+				return "", nil, nil, err
+			}
+			listed = append(listed, f[10])
+		default:
+			return "", nil, nil, fmt.Errorf("git status: unexpected record %q", rec)
+		}
+	}
+	return head, listed, ignored, nil
+}

@@ -1,0 +1,269 @@
+package guard
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// tracker takes the snapshot of dir and returns its Tracker.
+func tracker(t *testing.T, dir string) (*Snapshot, *Tracker) {
+	t.Helper()
+	snap, err := TakeSnapshot(context.Background(), dir)
+	require.NoError(t, err)
+	tr, err := snap.NewTracker(t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { tr.Close() })
+	return snap, tr
+}
+
+func look(t *testing.T, tr *Tracker, since string, base Baseline) Look {
+	t.Helper()
+	l, err := tr.Look(context.Background(), since, base)
+	require.NoError(t, err)
+	return l
+}
+
+// TestTrackerSeesHiddenChanges: the Tracker reports what the snapshot's
+// ChangedFiles reports, whatever the agent did to the index or the ignore
+// rules, and its fingerprint moves with every change it reports.
+func TestTrackerSeesHiddenChanges(t *testing.T) {
+	t.Parallel()
+	for _, tc := range hidingCases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := snapRepo(t)
+			head := gitT(t, dir, "rev-parse", "HEAD")
+			_, tr := tracker(t, dir)
+			before := look(t, tr, head, nil)
+			assert.Empty(t, before.Changed)
+			assert.Equal(t, head, before.Head)
+			tc.do(t, dir)
+			after := look(t, tr, head, nil)
+			assert.Equal(t, tc.want, after.Changed)
+			assert.Empty(t, after.Committed)
+			if tc.want == nil {
+				assert.Equal(t, before.Fingerprint, after.Fingerprint)
+			} else {
+				assert.NotEqual(t, before.Fingerprint, after.Fingerprint)
+			}
+			// A second look, with the hashes it keeps, sees the same.
+			again := look(t, tr, head, nil)
+			assert.Equal(t, after, again)
+		})
+	}
+}
+
+// TestTrackerFingerprint: the fingerprint follows the tree's content, not
+// the index or history, and ignored files and the run store do not count;
+// the user's index is never written.
+func TestTrackerFingerprint(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t, true)
+	commitFiles(t, dir, map[string]string{".gitignore": "*.log\nbuild/\n", "a.txt": "a\n", "sub/b.txt": "b\n"})
+	writeFile(t, dir, "dirty.txt", "uncommitted work\n")
+	gitT(t, dir, "add", "dirty.txt")
+	writeFile(t, dir, "dirty.txt", "uncommitted work, edited after staging\n")
+	indexPath := filepath.Join(dir, ".git", "index")
+	indexBefore, err := os.ReadFile(indexPath)
+	require.NoError(t, err)
+	base, err := TakeBaseline(context.Background(), dir)
+	require.NoError(t, err)
+
+	_, tr := tracker(t, dir)
+	head := gitT(t, dir, "rev-parse", "HEAD")
+	fp := func() string { t.Helper(); return look(t, tr, head, base).Fingerprint }
+	h0 := fp()
+	require.Len(t, h0, 64)
+	assert.Equal(t, h0, fp(), "nothing changed")
+
+	writeFile(t, dir, "debug.log", "ignored")
+	writeFile(t, dir, "build/out.bin", "ignored")
+	writeFile(t, dir, ".git/runr/runs/r1/state.json", "{}")
+	assert.Equal(t, h0, fp(), "ignored files and the run store do not count")
+
+	writeFile(t, dir, "a.txt", "a edited\n")
+	h1 := fp()
+	assert.NotEqual(t, h0, h1, "an edit changes the fingerprint")
+	writeFile(t, dir, "a.txt", "a edited again\n")
+	assert.NotEqual(t, h1, fp(), "so does a second edit")
+	writeFile(t, dir, "a.txt", "a\n")
+	assert.Equal(t, h0, fp(), "the fingerprint follows content, not history")
+
+	writeFile(t, dir, "dirty.txt", "more\n")
+	assert.NotEqual(t, h0, fp(), "an edit of a file dirty at the start counts")
+	writeFile(t, dir, "dirty.txt", "uncommitted work, edited after staging\n")
+	assert.Equal(t, h0, fp())
+
+	writeFile(t, dir, "sub/new file.txt", "new\n")
+	h2 := fp()
+	assert.NotEqual(t, h0, h2, "a new untracked file changes it")
+	require.NoError(t, os.Remove(filepath.Join(dir, "sub", "new file.txt")))
+	require.NoError(t, os.Remove(filepath.Join(dir, "sub", "b.txt")))
+	assert.NotEqual(t, h0, fp(), "a deletion changes it")
+	writeFile(t, dir, "sub/b.txt", "b\n")
+	assert.Equal(t, h0, fp())
+
+	indexAfter, err := os.ReadFile(indexPath)
+	require.NoError(t, err)
+	assert.Equal(t, indexBefore, indexAfter, "the real index is left byte-identical")
+
+	gitT(t, dir, "add", "--all")
+	assert.Equal(t, h0, fp(), "staging changes the index, not the tree")
+	gitT(t, dir, "commit", "--quiet", "-m", "all")
+	l := look(t, tr, head, base)
+	assert.Equal(t, h0, l.Fingerprint, "committing changes history, not the tree")
+	assert.Equal(t, gitT(t, dir, "rev-parse", "HEAD"), l.Head)
+	assert.Empty(t, l.Changed, "the start's content is the reference, not HEAD")
+	assert.Empty(t, l.Committed, "the commit took the start's work unchanged")
+}
+
+// TestTrackerCommitted: commits made since the given one are listed as
+// CommittedChanges lists them, and looked up again only when HEAD or the
+// given commit moves.
+func TestTrackerCommitted(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t, true)
+	commitFiles(t, dir, map[string]string{"a.txt": "a\n"})
+	start := gitT(t, dir, "rev-parse", "HEAD")
+	_, tr := tracker(t, dir)
+	commitFiles(t, dir, map[string]string{"b.txt": "b\n", "a.txt": "a2\n"})
+	l := look(t, tr, start, nil)
+	assert.Equal(t, []string{"a.txt", "b.txt"}, l.Committed)
+	assert.Equal(t, []string{"a.txt", "b.txt"}, l.Changed, "the tree differs from the start too")
+	now := gitT(t, dir, "rev-parse", "HEAD")
+	l = look(t, tr, now, nil)
+	assert.Empty(t, l.Committed, "nothing since HEAD")
+	commitFiles(t, dir, map[string]string{"c.txt": "c\n"})
+	assert.Equal(t, []string{"c.txt"}, look(t, tr, now, nil).Committed)
+}
+
+// TestTrackerWithoutCommits: a repository with no commit and no index.
+func TestTrackerWithoutCommits(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t, true)
+	_, tr := tracker(t, dir)
+	l := look(t, tr, "", nil)
+	assert.Empty(t, l.Head)
+	assert.Empty(t, l.Changed)
+	writeFile(t, dir, "first.txt", "1\n")
+	l2 := look(t, tr, "", nil)
+	assert.Equal(t, []string{"first.txt"}, l2.Changed)
+	assert.NotEqual(t, l.Fingerprint, l2.Fingerprint)
+	_, err := os.Stat(filepath.Join(dir, ".git", "index"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "no index is created")
+}
+
+// TestTrackerSparseEntry: a skip-worktree entry with no file (a sparse
+// checkout's) is no change; a file that appears there is one.
+func TestTrackerSparseEntry(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t, true)
+	commitFiles(t, dir, map[string]string{"a.txt": "a\n", "far/b.txt": "b\n"})
+	gitT(t, dir, "update-index", "--skip-worktree", "far/b.txt")
+	require.NoError(t, os.Remove(filepath.Join(dir, "far", "b.txt")))
+	_, tr := tracker(t, dir)
+	assert.Empty(t, look(t, tr, "", nil).Changed)
+	writeFile(t, dir, "far/b.txt", "planted\n")
+	assert.Equal(t, []string{"far/b.txt"}, look(t, tr, "", nil).Changed)
+}
+
+// TestTrackerNeverRunsRepositoryPrograms: drivers the repository's config
+// gains during the run, directly or through an included file created
+// later, are emptied for the Tracker's status as for every git call.
+func TestTrackerNeverRunsRepositoryPrograms(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t, true)
+	gitT(t, dir, "config", "include.path", "../included.cfg")
+	commitFiles(t, dir, map[string]string{"a.txt": "a\n", "b.md": "b\n", ".gitattributes": "*.txt filter=evil\n*.md filter=inc\n"})
+	aside := t.TempDir()
+	marker := filepath.Join(aside, "ran")
+	prog := filepath.Join(aside, "prog.sh")
+	require.NoError(t, os.WriteFile(prog, []byte("#!/bin/sh\necho ran >> "+marker+"\ncat\n"), 0o755))
+	_, tr := tracker(t, dir)
+	look(t, tr, "", nil)
+
+	// Same sizes, so that git must read the content to compare it.
+	writeFile(t, dir, "included.cfg", "[filter \"inc\"]\n\tclean = "+prog+"\n")
+	writeFile(t, dir, "b.md", "B\n")
+	assert.Contains(t, look(t, tr, "", nil).Changed, "b.md")
+	gitT(t, dir, "config", "filter.evil.clean", prog)
+	writeFile(t, dir, "a.txt", "A\n")
+	assert.Contains(t, look(t, tr, "", nil).Changed, "a.txt")
+	_, err := os.Stat(marker)
+	assert.ErrorIs(t, err, os.ErrNotExist, "a repository program ran")
+}
+
+// TestTrackerOneGitProcess counts git processes: a look while HEAD stays
+// is one git status; a moved HEAD costs its diff once.
+func TestTrackerOneGitProcess(t *testing.T) {
+	log := gitLogger(t)
+	dir := newRepo(t, true)
+	commitFiles(t, dir, map[string]string{"a.txt": "a\n", ".gitignore": "*.log\n"})
+	start := gitT(t, dir, "rev-parse", "HEAD")
+	_, tr := tracker(t, dir)
+	look(t, tr, start, nil) // reads the config once
+	log.reset()
+	for i := range 3 {
+		writeFile(t, dir, "a.txt", strings.Repeat("x", i+2))
+		writeFile(t, dir, "x.log", "ignored")
+		look(t, tr, start, nil)
+	}
+	assert.Equal(t, []string{"status", "status", "status"}, log.commands())
+
+	commitFiles(t, dir, map[string]string{"b.txt": "b\n"})
+	log.reset()
+	look(t, tr, start, nil)
+	look(t, tr, start, nil)
+	assert.Equal(t, []string{"status", "diff-tree", "status"}, log.commands())
+}
+
+// gitLog records the git commands the package runs, through a git wrapper
+// first on PATH. Tests that use it cannot run in parallel.
+type gitLog struct {
+	t    *testing.T
+	path string
+}
+
+func gitLogger(t *testing.T) *gitLog {
+	real, err := exec.LookPath("git")
+	require.NoError(t, err)
+	bin := t.TempDir()
+	l := &gitLog{t: t, path: filepath.Join(bin, "log")}
+	script := "#!/bin/sh\nprintf '%s\\n' \"$*\" >> " + l.path + "\nexec " + real + " \"$@\"\n"
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755))
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return l
+}
+
+func (l *gitLog) reset() { require.NoError(l.t, os.WriteFile(l.path, nil, 0o644)) }
+
+// commands returns the git subcommand of each logged call, after its -c
+// options.
+func (l *gitLog) commands() []string {
+	f, err := os.Open(l.path)
+	require.NoError(l.t, err)
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		args := strings.Fields(sc.Text())
+		for i := 0; i < len(args); i++ {
+			if args[i] == "-c" {
+				i++
+				continue
+			}
+			out = append(out, args[i])
+			break
+		}
+	}
+	return out
+}
