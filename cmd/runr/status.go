@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -69,18 +71,27 @@ type runView struct {
 }
 
 func viewOf(store *state.Store, st *state.State) runView {
-	v := runView{
-		RunID:      st.RunID,
-		Status:     store.DisplayStatus(st),
-		Tick:       st.Tick,
-		Approved:   countApproved(st),
-		Milestones: len(st.Milestones),
-		ElapsedMS:  st.ElapsedMS,
-		CreatedAt:  st.CreatedAt,
+	var code stopreasons.Code
+	if st.StopReason != nil {
+		code = st.StopReason.Code
 	}
-	if st.StopReason != nil && v.Status != stopreasons.RunRunning && v.Status != stopreasons.RunCrashed {
-		v.Reason = string(st.StopReason.Code)
-		code := stopreasons.ExitCode(st.StopReason.Code)
+	return summaryView(store, &state.Summary{RunID: st.RunID, RunStatus: st.RunStatus, CreatedAt: st.CreatedAt,
+		ElapsedMS: st.ElapsedMS, Tick: st.Tick, Approved: countApproved(st), Milestones: len(st.Milestones), Stop: code})
+}
+
+func summaryView(store *state.Store, sum *state.Summary) runView {
+	v := runView{
+		RunID:      sum.RunID,
+		Status:     store.LiveStatus(sum.RunID, sum.RunStatus),
+		Tick:       sum.Tick,
+		Approved:   sum.Approved,
+		Milestones: sum.Milestones,
+		ElapsedMS:  sum.ElapsedMS,
+		CreatedAt:  sum.CreatedAt,
+	}
+	if sum.Stop != "" && v.Status != stopreasons.RunRunning && v.Status != stopreasons.RunCrashed {
+		v.Reason = string(sum.Stop)
+		code := stopreasons.ExitCode(sum.Stop)
 		v.ExitCode = &code
 	}
 	return v
@@ -96,6 +107,9 @@ func countApproved(st *state.State) int {
 	return n
 }
 
+// statusRun lists the runs from the head of each state.json (Store.Summary),
+// never decoding their history, and writes the list in one buffered pass:
+// a store of a thousand long runs lists as fast as one of short ones.
 func statusRun(opts *StatusOptions) error {
 	store, err := opts.Store()
 	if err != nil {
@@ -111,12 +125,12 @@ func statusRun(opts *StatusOptions) error {
 	}
 	views := make([]runView, 0, len(ids))
 	for _, id := range ids {
-		st, err := store.Load(id)
+		sum, err := store.Summary(id)
 		if err != nil {
 			views = append(views, runView{RunID: id, Status: "unreadable", Error: err.Error()})
 			continue
 		}
-		views = append(views, viewOf(store, st))
+		views = append(views, summaryView(store, sum))
 	}
 	if opts.JSON {
 		return writeJSON(opts.IO.Out, views)
@@ -126,12 +140,13 @@ func statusRun(opts *StatusOptions) error {
 		return nil
 	}
 	p := opts.IO.OutPainter()
-	tw := tabwriter.NewWriter(opts.IO.Out, 0, 0, 2, ' ', 0)
+	out := bufio.NewWriterSize(opts.IO.Out, 64<<10)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tREASON\tEXIT\tTICKS\tMILESTONES\tELAPSED\tSTARTED\tSTATUS")
 	for _, v := range views {
 		exit := "-"
 		if v.ExitCode != nil {
-			exit = fmt.Sprint(*v.ExitCode)
+			exit = strconv.Itoa(*v.ExitCode)
 		}
 		reason := v.Reason
 		if reason == "" {
@@ -144,7 +159,10 @@ func statusRun(opts *StatusOptions) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\t%s\n", v.RunID, reason, exit, v.Tick, v.Approved, v.Milestones,
 			(time.Duration(v.ElapsedMS) * time.Millisecond).Round(time.Second), started, statusPaint(p, v.Status))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return out.Flush()
 }
 
 func statusPaint(p Painter, status string) string {
@@ -204,7 +222,7 @@ func statusOne(opts *StatusOptions, store *state.Store) error {
 		if i == st.MilestoneIndex && v.Reason == "" {
 			marker = ">"
 		}
-		fmt.Fprintf(w, "  %s %d. [%s] %s (%s)\n", marker, i+1, m.Status, stopreasons.VisibleLine(m.Goal), plural(len(m.Attempts), "attempt"))
+		fmt.Fprintf(w, "  %s %d. [%s] %s (%s)\n", marker, i+1, m.Status, stopreasons.VisibleLine(m.Goal), plural(m.AttemptCount(), "attempt"))
 	}
 	if len(st.Conditions) > 0 {
 		fmt.Fprintln(w, "\nStop rules (how close each is to firing):")

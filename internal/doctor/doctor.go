@@ -7,8 +7,11 @@
 package doctor
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -414,10 +417,20 @@ func milestoneRows(st *state.State) []MilestoneRow {
 			Number:   i + 1,
 			Goal:     m.Goal,
 			Status:   m.Status,
-			Attempts: len(m.Attempts),
-			Outcomes: make([]string, 0, len(m.Attempts)),
+			Attempts: m.AttemptCount(),
+			Outcomes: make([]string, 0, m.AttemptCount()),
 			Edges:    m.Edges,
 			Commit:   m.Commit,
+		}
+		// The attempts state.json no longer lists come first, by outcome:
+		// it keeps their counts, not their order.
+		if e := m.Earlier; e != nil {
+			for _, o := range slices.Sorted(maps.Keys(e.Outcomes)) {
+				for range e.Outcomes[o] {
+					row.Outcomes = append(row.Outcomes, o)
+				}
+			}
+			row.CostUSD += e.CostUSD
 		}
 		for _, a := range m.Attempts {
 			row.Outcomes = append(row.Outcomes, a.Outcome)
@@ -428,22 +441,64 @@ func milestoneRows(st *state.State) []MilestoneRow {
 	return rows
 }
 
-func signatureCounts(st *state.State) []SignatureCount {
+// earlierSignatures collects, from the timeline's attempt events, the
+// error signatures of the attempts state.json no longer lists: those of a
+// milestone with Earlier attempts that ended before its first listed one.
+type earlierSignatures struct {
+	st   *state.State
+	hits []signatureHit
+}
+
+type signatureHit struct {
+	signature string
+	tick      int
+}
+
+func (e *earlierSignatures) attempt(tick int, data json.RawMessage) {
+	var d struct {
+		Milestone   int    `json:"milestone"`
+		Signature   string `json:"signature"`
+		AttemptTick *int   `json:"attempt_tick"`
+	}
+	if json.Unmarshal(data, &d) != nil || d.Signature == "" || d.Milestone < 1 || d.Milestone > len(e.st.Milestones) {
+		return
+	}
+	m := e.st.Milestones[d.Milestone-1]
+	if m.Earlier == nil || len(m.Attempts) == 0 {
+		return
+	}
+	if d.AttemptTick != nil {
+		tick = *d.AttemptTick
+	}
+	// An attempt ends before the next one of its milestone starts: one
+	// that ended before the first listed attempt started is not listed.
+	if tick < m.Attempts[0].Tick {
+		e.hits = append(e.hits, signatureHit{d.Signature, tick})
+	}
+}
+
+func signatureCounts(st *state.State, earlier []signatureHit) []SignatureCount {
 	idx := map[string]int{}
 	out := []SignatureCount{}
+	count := func(sig string, tick int) {
+		i, ok := idx[sig]
+		if !ok {
+			i = len(out)
+			idx[sig] = i
+			out = append(out, SignatureCount{Signature: sig, FirstTick: tick})
+		}
+		out[i].Count++
+		out[i].FirstTick = min(out[i].FirstTick, tick)
+		out[i].LastTick = max(out[i].LastTick, tick)
+	}
+	for _, h := range earlier {
+		count(h.signature, h.tick)
+	}
 	for _, m := range st.Milestones {
 		for _, a := range m.Attempts {
-			if a.ErrorSignature == "" {
-				continue
+			if a.ErrorSignature != "" {
+				count(a.ErrorSignature, a.Tick)
 			}
-			i, ok := idx[a.ErrorSignature]
-			if !ok {
-				i = len(out)
-				idx[a.ErrorSignature] = i
-				out = append(out, SignatureCount{Signature: a.ErrorSignature, FirstTick: a.Tick})
-			}
-			out[i].Count++
-			out[i].LastTick = max(out[i].LastTick, a.Tick)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -456,8 +511,14 @@ func signatureCounts(st *state.State) []SignatureCount {
 }
 
 func gatherEvidence(st *state.State, runDir string, r *Report) Evidence {
+	earlier := &earlierSignatures{st: st}
+	onAttempt := earlier.attempt
+	if !hasEarlier(st) {
+		onAttempt = nil
+	}
+	sum, warns := scanTimeline(filepath.Join(runDir, timelineFile), onAttempt)
 	ev := Evidence{
-		Signatures:    signatureCounts(st),
+		Signatures:    signatureCounts(st, earlier.hits),
 		Counters:      st.Counters,
 		Files:         []string{},
 		Usage:         st.Usage,
@@ -496,10 +557,20 @@ func gatherEvidence(st *state.State, runDir string, r *Report) Evidence {
 		}
 		ev.LastFailure = fe
 	}
-	sum, warns := scanTimeline(filepath.Join(runDir, timelineFile))
 	ev.Timeline = sum
 	r.Warnings = append(r.Warnings, warns...)
 	return ev
+}
+
+// hasEarlier reports whether some milestone has attempts state.json no
+// longer lists.
+func hasEarlier(st *state.State) bool {
+	for _, m := range st.Milestones {
+		if m.Earlier != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // human formats a stop's value or threshold as decoded from JSON or set in code.

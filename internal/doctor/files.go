@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,7 +33,10 @@ const (
 //
 // A timeline can hold hundreds of thousands of events, so only each event's
 // head is decoded, never its data.
-func scanTimeline(path string) (TimelineSummary, []string) {
+//
+// onAttempt, when not nil, is handed each attempt event (its tick and
+// data): the attempts state.json no longer lists are told only there.
+func scanTimeline(path string, onAttempt func(tick int, data json.RawMessage)) (TimelineSummary, []string) {
 	sum := TimelineSummary{ByType: map[string]int{}}
 	r, err := state.OpenTimelineReader(path, maxEventLine)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -58,6 +62,9 @@ func scanTimeline(path string) (TimelineSummary, []string) {
 			sum.Events++
 			sum.ByType[ev.Type]++
 			sum.LastSeq, sum.LastType, sum.LastTick, lastTS = ev.Seq, ev.Type, ev.Tick, ev.TS
+			if onAttempt != nil && ev.Type == "attempt" {
+				onAttempt(ev.Tick, ev.Data)
+			}
 		}
 	}
 	if err := r.Err(); err != nil {

@@ -25,7 +25,7 @@ func TestScanTimelineDamage(t *testing.T) {
 	path := filepath.Join(t.TempDir(), timelineFile)
 	require.NoError(t, os.WriteFile(path, []byte(raw), 0o644))
 
-	sum, warns := scanTimeline(path)
+	sum, warns := scanTimeline(path, nil)
 	assert.True(t, sum.Present)
 	assert.EqualValues(t, 3, sum.Events, "a line under the bound counts, however odd its data")
 	assert.Equal(t, map[string]int{"run_started": 1, "agent_output": 1, "phase_ended": 1}, sum.ByType)

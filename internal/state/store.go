@@ -9,6 +9,7 @@ package state
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -35,6 +36,7 @@ const (
 	configFile    = "config.json"
 	timelineFile  = "timeline.jsonl"
 	lockFile      = "lock"
+	taskFile      = "task.md"
 	stopFile      = "stop-request"
 	tempPrefix    = ".tmp-"
 	probePrefix   = tempPrefix + "probe-"
@@ -246,15 +248,11 @@ func idSecond(id string) string {
 
 // createdAt reads a run's created_at; an unreadable state sorts first.
 func (s *Store) createdAt(id string) time.Time {
-	b, err := readFileNoFollow(s.StatePath(id))
+	sum, err := s.Summary(id)
 	if err != nil {
 		return time.Time{}
 	}
-	var v struct {
-		CreatedAt time.Time `json:"created_at"`
-	}
-	json.Unmarshal(b, &v)
-	return v.CreatedAt
+	return sum.CreatedAt
 }
 
 // RunDir is the directory of run id.
@@ -298,15 +296,20 @@ func (s *Store) CreateRun(st *State, config any) error {
 	}
 	st.SchemaVersion = SchemaVersion
 	st.UpdatedAt = time.Now().UTC()
-	files := []struct {
+	st.Compact()
+	type file struct {
 		name string
 		v    any
-	}{{stateFile, st}}
+		raw  []byte
+	}
+	var files []file
+	if st.Task.Prompt != "" {
+		files = append(files, file{name: taskFile, raw: []byte(st.Task.Prompt)})
+		st.Task.setText(st.Task.Prompt)
+	}
+	files = append(files, file{name: stateFile, v: st})
 	if config != nil {
-		files = append(files, struct {
-			name string
-			v    any
-		}{configFile, config})
+		files = append(files, file{name: configFile, v: config})
 	}
 	tmp := filepath.Join(runs, fmt.Sprintf("%s%s-%d", creatingDir, st.RunID, os.Getpid()))
 	if err := os.Mkdir(tmp, 0o755); err != nil {
@@ -323,11 +326,15 @@ func (s *Store) CreateRun(st *State, config any) error {
 		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "create log directory of run %s", st.RunID)
 	}
 	for _, f := range files {
-		data, err := json.MarshalIndent(f.v, "", "  ")
-		if err != nil {
-			return stopreasons.Wrap(stopreasons.InternalError, err, "encode %s of run %s", f.name, st.RunID)
+		data := f.raw
+		if data == nil {
+			b, err := json.MarshalIndent(f.v, "", "  ")
+			if err != nil {
+				return stopreasons.Wrap(stopreasons.InternalError, err, "encode %s of run %s", f.name, st.RunID)
+			}
+			data = append(b, '\n')
 		}
-		if err := writeNew(filepath.Join(tmp, f.name), append(data, '\n')); err != nil {
+		if err := writeNew(filepath.Join(tmp, f.name), data); err != nil {
 			return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "create run %s", st.RunID)
 		}
 	}
@@ -358,26 +365,64 @@ func writeNew(path string, data []byte) error {
 	return errors.Join(werr, serr, f.Close())
 }
 
-// Save stamps UpdatedAt and the schema version and replaces state.json
-// atomically.
-func (s *Store) Save(st *State) error {
+// Save stamps UpdatedAt and the schema version, applies the bounds of
+// state.json (Compact), and replaces state.json durably: a reader, a
+// SIGKILL or a power loss leaves the old file or the new one, and once Save
+// returns the new one stays. It is the write at the end of every tick.
+func (s *Store) Save(st *State) error { return s.save(st, true) }
+
+// SaveProcessStart is Save for the record of a process runr is starting
+// (DESIGN §2: state.json names it while it runs). It is as atomic as Save:
+// its data is synced before the rename, so no reader, SIGKILL or power
+// loss sees a partial file. Only the rename is not made durable at once: a
+// power loss that undoes it also ends the process it records, and the
+// tick's closing Save makes it durable. That spares a tick one of its two
+// directory syncs.
+func (s *Store) SaveProcessStart(st *State) error { return s.save(st, false) }
+
+func (s *Store) save(st *State, durable bool) error {
 	if err := checkID(st.RunID); err != nil {
+		return err
+	}
+	if err := s.storeTask(st); err != nil {
 		return err
 	}
 	st.SchemaVersion = SchemaVersion
 	st.UpdatedAt = time.Now().UTC()
+	st.Compact()
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return stopreasons.Wrap(stopreasons.InternalError, err, "encode state of run %s", st.RunID)
 	}
 	path := s.StatePath(st.RunID)
-	if err := WriteAtomic(path, append(data, '\n')); err != nil {
+	if err := writeAtomic(path, append(data, '\n'), durable); err != nil {
 		return wrapIO(err, "save %s", path)
 	}
 	return nil
 }
 
-// Load reads the state.json of run id.
+// storeTask writes the task text of a run whose state.json held it inline
+// (written by an older runr) to task.md, before the first state.json
+// without it: a kill in between leaves the old state.json, which still has
+// it.
+func (s *Store) storeTask(st *State) error {
+	if st.Task.TextFile != "" || st.Task.Prompt == "" {
+		return nil
+	}
+	if err := s.WriteRunFile(st.RunID, taskFile, []byte(st.Task.Prompt)); err != nil {
+		return err
+	}
+	st.Task.setText(st.Task.Prompt)
+	return nil
+}
+
+func (t *Task) setText(text string) {
+	sum := sha256.Sum256([]byte(text))
+	t.TextFile, t.Bytes, t.SHA256 = taskFile, len(text), hex.EncodeToString(sum[:])
+}
+
+// Load reads the state.json of run id, and the task text from its
+// task.md.
 func (s *Store) Load(id string) (*State, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
@@ -385,13 +430,52 @@ func (s *Store) Load(id string) (*State, error) {
 	if err := s.mustExist(id); err != nil {
 		return nil, err
 	}
-	return LoadFile(s.StatePath(id))
+	st, err := LoadFile(s.StatePath(id))
+	if err != nil {
+		return nil, err
+	}
+	if err := s.loadTask(st); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// loadTask reads the task text st names into st.Task.Prompt. A task.md
+// that is missing, or is not the text state.json recorded, is
+// state_corrupt: the run would go on with another task.
+func (s *Store) loadTask(st *State) error {
+	t := &st.Task
+	if t.TextFile == "" {
+		return nil
+	}
+	path := filepath.Join(s.RunDir(st.RunID), taskFile)
+	if t.TextFile != taskFile {
+		return stopreasons.Errorf(stopreasons.StateCorrupt,
+			"%s: task.text_file %q is not %s (left untouched); inspect or remove the run", s.StatePath(st.RunID), t.TextFile, taskFile)
+	}
+	data, err := readFileNoFollow(path)
+	if err != nil {
+		if stopreasons.CodeOf(err) == stopreasons.StateCorrupt {
+			return err
+		}
+		return stopreasons.Wrap(stopreasons.StateCorrupt, err,
+			"cannot read the task text of run %s; restore %s (the task the run started with) or remove the run", st.RunID, path)
+	}
+	sum := sha256.Sum256(data)
+	if len(data) != t.Bytes || hex.EncodeToString(sum[:]) != t.SHA256 {
+		return stopreasons.Errorf(stopreasons.StateCorrupt,
+			"%s is not the task run %s started with (%d bytes, sha256 %s recorded; %d bytes found); restore it or remove the run",
+			path, st.RunID, t.Bytes, t.SHA256, len(data))
+	}
+	t.Prompt = string(data)
+	return nil
 }
 
 // LoadFile reads a state.json. A file that cannot be read, is not valid
 // JSON, lacks a run id or has a newer schema_version is state_corrupt; the
 // file is left exactly as it is, for a person to inspect. Unknown fields are
-// ignored.
+// ignored. The task text of a file that keeps it in task.md is not read
+// (Store.Load reads it).
 func LoadFile(path string) (*State, error) {
 	data, err := readFileNoFollow(path)
 	if err != nil {
@@ -406,9 +490,7 @@ func LoadFile(path string) (*State, error) {
 	// Look at the version first: a newer file may not decode into State at all,
 	// and "written by a newer runr" is the message that helps then.
 	if json.Unmarshal(data, &head) == nil && head.SchemaVersion > SchemaVersion {
-		return nil, stopreasons.Errorf(stopreasons.StateCorrupt,
-			"run state %s has schema_version %d, newer than the %d this runr reads; use a newer runr for this run",
-			path, head.SchemaVersion, SchemaVersion)
+		return nil, newerSchema(path, head.SchemaVersion)
 	}
 	var st State
 	if err := json.Unmarshal(data, &st); err != nil {
@@ -416,14 +498,25 @@ func LoadFile(path string) (*State, error) {
 			"run state %s is not valid JSON (left untouched); inspect or remove the run", path)
 	}
 	if st.RunID == "" {
-		return nil, stopreasons.Errorf(stopreasons.StateCorrupt,
-			"run state %s has no run_id (left untouched); inspect or remove the run", path)
+		return nil, noRunID(path)
 	}
 	if problem := st.impossible(); problem != "" {
 		return nil, stopreasons.Errorf(stopreasons.StateCorrupt,
 			"%s: %s (left untouched); inspect or remove the run", path, problem)
 	}
+	st.Compact()
 	return &st, nil
+}
+
+func newerSchema(path string, v int) error {
+	return stopreasons.Errorf(stopreasons.StateCorrupt,
+		"run state %s has schema_version %d, newer than the %d this runr reads; use a newer runr for this run",
+		path, v, SchemaVersion)
+}
+
+func noRunID(path string) error {
+	return stopreasons.Errorf(stopreasons.StateCorrupt,
+		"run state %s has no run_id (left untouched); inspect or remove the run", path)
 }
 
 // WriteJSON writes v, indented, to the file name of run id, atomically
@@ -499,16 +592,7 @@ func (s *Store) LeftoverTemps() ([]string, error) {
 
 // DisplayStatus is the run status to show: st.RunStatus, except that a run
 // whose state says running while no live process holds its lock is crashed.
-func (s *Store) DisplayStatus(st *State) string {
-	if st.RunStatus != stopreasons.RunRunning {
-		return st.RunStatus
-	}
-	held, _, err := s.Locked(st.RunID)
-	if err != nil || held {
-		return st.RunStatus
-	}
-	return stopreasons.RunCrashed
-}
+func (s *Store) DisplayStatus(st *State) string { return s.LiveStatus(st.RunID, st.RunStatus) }
 
 // wrapIO wraps an error of writing a store file: environment_invalid, unless
 // it already carries a reason (a symlink in the file's place is

@@ -40,21 +40,28 @@ const (
 )
 
 // State is state.json: everything runr knows about one run.
+//
+// The fields `runr status` lists come first, in the order Summary reads
+// them, so that it reads a few hundred bytes of each run however long the
+// rest is (summary.go).
 type State struct {
-	SchemaVersion  int             `json:"schema_version"`
-	RunID          string          `json:"run_id"`
-	RunStatus      string          `json:"run_status"`
-	Phase          string          `json:"phase"`
+	SchemaVersion int         `json:"schema_version"`
+	RunID         string      `json:"run_id"`
+	RunStatus     string      `json:"run_status"`
+	Phase         string      `json:"phase"`
+	CreatedAt     time.Time   `json:"created_at"`
+	UpdatedAt     time.Time   `json:"updated_at"`
+	StoppedAt     *time.Time  `json:"stopped_at,omitempty"`
+	ElapsedMS     int64       `json:"elapsed_ms"`
+	Tick          int         `json:"tick"`
+	Iteration     int         `json:"iteration"`
+	Statistics    Statistics  `json:"statistics"`
+	StopReason    *StopReason `json:"stop_reason,omitempty"`
+
 	Repo           string          `json:"repo"`
 	Worktree       string          `json:"worktree,omitempty"`
 	Branch         string          `json:"branch,omitempty"`
 	Task           Task            `json:"task"`
-	CreatedAt      time.Time       `json:"created_at"`
-	UpdatedAt      time.Time       `json:"updated_at"`
-	StoppedAt      *time.Time      `json:"stopped_at,omitempty"`
-	ElapsedMS      int64           `json:"elapsed_ms"`
-	Tick           int             `json:"tick"`
-	Iteration      int             `json:"iteration"`
 	Budget         Budget          `json:"budget"`
 	Milestones     []Milestone     `json:"milestones"`
 	MilestoneIndex int             `json:"milestone_index"` // 0-based index of the current milestone
@@ -74,8 +81,6 @@ type State struct {
 	Verify             []CheckResult     `json:"verify,omitempty"`            // the last verify, one per command
 	AgentProcess       *Process          `json:"agent_process,omitempty"`     // the process running now, if any
 	Usage              Usage             `json:"usage"`
-	Statistics         Statistics        `json:"statistics"`
-	StopReason         *StopReason       `json:"stop_reason,omitempty"`
 	Resumable          bool              `json:"resumable"`
 	ResumeFrom         *ResumeFrom       `json:"resume_from,omitempty"`
 	AutoResume         AutoResume        `json:"auto_resume"`
@@ -85,10 +90,37 @@ type State struct {
 	Extra              map[string]any    `json:"extra,omitempty"`
 }
 
-// Task is what the run works on.
+// Task is what the run works on. Its whole text is kept once, in the run
+// dir (task.md), never in state.json: a task of megabytes would
+// otherwise be rewritten with every tick.
 type Task struct {
-	File   string `json:"file,omitempty"` // relative to the repository
-	Prompt string `json:"prompt"`         // the whole task text
+	File string `json:"file,omitempty"` // relative to the repository
+	// TextFile names the file of the run dir holding the whole task text
+	// (task.md); "" in files written before it existed, which hold the
+	// text inline as "prompt".
+	TextFile string `json:"text_file,omitempty"`
+	Bytes    int    `json:"bytes,omitempty"`  // the size of TextFile
+	SHA256   string `json:"sha256,omitempty"` // the hex SHA-256 of TextFile
+	// Prompt is the whole task text, in memory only: Store.Load reads it
+	// from TextFile (or from the inline "prompt" of an older file), Store.Save
+	// and CreateRun store it in Text.
+	Prompt string `json:"-"`
+}
+
+// UnmarshalJSON reads the task of state.json, and the inline "prompt" of
+// older files.
+func (t *Task) UnmarshalJSON(b []byte) error {
+	type plain Task
+	var v struct {
+		plain
+		Prompt string `json:"prompt"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*t = Task(v.plain)
+	t.Prompt = v.Prompt
+	return nil
 }
 
 // Budget is the run's budget as granted so far (resume adds to it).
@@ -102,9 +134,15 @@ type Budget struct {
 
 // Milestone is one unchecked checklist item of the task (or the whole task).
 type Milestone struct {
-	Goal     string    `json:"goal"`
-	Status   string    `json:"status"`
-	Attempts []Attempt `json:"attempts"`
+	// Goal is the item's text, cut to MaxGoalBytes (GoalCut says so); the
+	// whole item is in the task text.
+	Goal    string `json:"goal"`
+	GoalCut bool   `json:"goal_cut,omitempty"`
+	Status  string `json:"status"`
+	// Attempts are the milestone's last MaxAttempts attempts, oldest first;
+	// Earlier sums up the ones before them, which only the timeline lists.
+	Attempts []Attempt        `json:"attempts"`
+	Earlier  *EarlierAttempts `json:"earlier_attempts,omitempty"`
 	// Retries counts failed and rejected attempts since the milestone was
 	// started or the run was resumed; it is what max_milestone_retries judges.
 	Retries      int            `json:"retries"`
@@ -130,6 +168,18 @@ type Attempt struct {
 	// that a verify after a resume still knows the agent's call changed
 	// files.
 	Progress bool `json:"progress,omitempty"`
+}
+
+// EarlierAttempts sums up the attempts of a milestone that state.json no
+// longer lists (all but the last MaxAttempts); the timeline's attempt events
+// tell each of them.
+type EarlierAttempts struct {
+	Count      int            `json:"count"`
+	FirstTick  int            `json:"first_tick"`
+	LastTick   int            `json:"last_tick"`
+	Outcomes   map[string]int `json:"outcomes"` // attempts per outcome
+	DurationMS int64          `json:"duration_ms"`
+	CostUSD    float64        `json:"cost_usd"`
 }
 
 // Counters feed the stuck and failure rules.
@@ -256,7 +306,9 @@ type ResumeFrom struct {
 	Phase     string `json:"phase"`
 }
 
-// AutoResume records the automatic resumes of the run.
+// AutoResume records the automatic resumes of the run: how many in all,
+// and the last MaxAutoResumeHistory of them (the timeline's auto_resume
+// events tell each one).
 type AutoResume struct {
 	Count   int                `json:"count"`
 	History []AutoResumeRecord `json:"history"`

@@ -73,6 +73,9 @@ func (st *State) impossible() string {
 			return fmt.Sprintf("milestones[%d].status %q is not a milestone status (one of %v)", i, m.Status, milestoneStatuses)
 		}
 		counts = append(counts, count{fmt.Sprintf("milestones[%d].retries", i), int64(m.Retries)})
+		if e := m.Earlier; e != nil {
+			counts = append(counts, count{fmt.Sprintf("milestones[%d].earlier_attempts.count", i), int64(e.Count)})
+		}
 	}
 	for _, c := range counts {
 		if c.v < 0 {

@@ -104,7 +104,7 @@ func (s *Supervisor) runProcess(ctx context.Context, phase string, spec worker.S
 		// The process waits at its gate until this returns: unrecorded, a
 		// crash would leave it working beside the resume, so it does not
 		// run at all when the record cannot be written.
-		if err := s.save(); err != nil {
+		if err := s.saveProcessStart(); err != nil {
 			s.log.Warn("state save at process start failed; the process is not run", zap.Error(err))
 			return err
 		}
@@ -822,7 +822,10 @@ func (s *Supervisor) closeAttempt(outcome string, retry bool, signature, errText
 		st.Counters.NoProgress++
 	}
 	st.Statistics = statistics(st)
-	s.event("attempt", map[string]any{"milestone": st.MilestoneIndex + 1, "outcome": outcome, "signature": signature})
+	// The whole attempt: state.json lists only a milestone's last ones.
+	s.event("attempt", map[string]any{"milestone": st.MilestoneIndex + 1, "outcome": outcome, "signature": signature,
+		"attempt_tick": a.Tick, "iteration": a.Iteration, "error": a.Error, "duration_ms": a.DurationMS,
+		"exit_code": a.ExitCode, "cost_usd": a.CostUSD, "log": a.Log, "progress": a.Progress})
 }
 
 func appendLog(path, text string) {

@@ -64,24 +64,12 @@ func (s *Supervisor) snapshot(ctx context.Context, res result) *stopconditions.S
 	return snap
 }
 
-// finished reports whether an attempt has an outcome that counts.
-func finished(a state.Attempt) bool {
-	return a.Outcome != "" && a.Outcome != state.OutcomeStopped
-}
-
 // statistics summarise the milestones (DESIGN §4: a milestone is attempted
 // once it has one finished attempt).
 func statistics(st *state.State) state.Statistics {
 	stats := state.Statistics{TotalMilestones: len(st.Milestones), ConsecutiveFails: st.Counters.ConsecutiveFails}
 	for _, m := range st.Milestones {
-		attempted := false
-		for _, a := range m.Attempts {
-			if finished(a) {
-				attempted = true
-				break
-			}
-		}
-		if attempted {
+		if m.Attempted() {
 			stats.Attempted++
 		}
 		switch m.Status {
@@ -101,17 +89,12 @@ func statistics(st *state.State) state.Statistics {
 }
 
 // retried counts the attempted milestones that needed more than one
-// attempt; incomplete iterations are not retries.
+// judged attempt; incomplete iterations are not retries. It counts the
+// attempts state.json no longer lists too (Milestone.Earlier).
 func retried(st *state.State) int {
 	n := 0
 	for _, m := range st.Milestones {
-		judged := 0
-		for _, a := range m.Attempts {
-			if finished(a) && a.Outcome != state.OutcomeIncomplete {
-				judged++
-			}
-		}
-		if judged > 1 {
+		if m.JudgedAttempts() > 1 {
 			n++
 		}
 	}

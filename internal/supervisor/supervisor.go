@@ -539,13 +539,20 @@ func (s *Supervisor) flushEvents() {
 	}
 }
 
-// save writes state.json, then the events it now holds to the timeline.
-func (s *Supervisor) save() error {
+// save writes state.json durably, then the events it now holds to the
+// timeline.
+func (s *Supervisor) save() error { return s.persist(s.store.Save) }
+
+// saveProcessStart is save for the record of a process being started
+// (state.Store.SaveProcessStart): the tick's closing save makes it durable.
+func (s *Supervisor) saveProcessStart() error { return s.persist(s.store.SaveProcessStart) }
+
+func (s *Supervisor) persist(write func(*state.State) error) error {
 	s.st.ElapsedMS = s.elapsed().Milliseconds()
 	if s.started.IsZero() {
 		s.st.ElapsedMS = s.baseMS
 	}
-	if err := s.store.Save(s.st); err != nil {
+	if err := write(s.st); err != nil {
 		return err
 	}
 	s.flushEvents()

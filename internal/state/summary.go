@@ -1,0 +1,190 @@
+package state
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// Summary is a run as `runr status` lists it.
+type Summary struct {
+	RunID      string
+	RunStatus  string
+	CreatedAt  time.Time
+	ElapsedMS  int64
+	Tick       int
+	Approved   int
+	Milestones int
+	// Stop is the code of the stop reason; "" while the run has none.
+	Stop stopreasons.Code
+}
+
+// summaryBuffer is how much of state.json one read takes: the fields
+// Summary needs come first in the file (State's field order), within it.
+const summaryBuffer = 4 << 10
+
+// Summary reads the summary of run id from the head of its state.json,
+// without decoding the rest: state.json lists the run's identity, status,
+// times, statistics and stop reason before its milestones and everything
+// else, and the read ends as soon as it has them. A file in another order
+// (written by an older runr, or by hand) is read until it has them, from
+// the milestones themselves when they come before the statistics. What is
+// state_corrupt for Load is state_corrupt here, as far as the fields read
+// tell: a file Summary accepts may still hold a damaged field further on,
+// which Load names.
+func (s *Store) Summary(id string) (*Summary, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	path := s.StatePath(id)
+	f, err := openNoFollow(path, os.O_RDONLY, 0)
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = f.Stat(); err == nil && !fi.Mode().IsRegular() {
+			err = fmt.Errorf("%s is not a regular file", path)
+		}
+		defer f.Close()
+	}
+	if err != nil {
+		if stopreasons.CodeOf(err) == stopreasons.StateCorrupt {
+			return nil, err
+		}
+		return nil, stopreasons.Wrap(stopreasons.StateCorrupt, err, "cannot read run state %s", path)
+	}
+	sum, err := readSummary(bufio.NewReaderSize(f, summaryBuffer), path)
+	if err != nil {
+		return nil, err
+	}
+	return sum, nil
+}
+
+// readSummary decodes the top-level fields of a state.json that Summary
+// needs, in whatever order they come, and stops once it has them.
+func readSummary(r io.Reader, path string) (*Summary, error) {
+	corrupt := func(err error) error {
+		return stopreasons.Wrap(stopreasons.StateCorrupt, err,
+			"run state %s is not valid JSON (left untouched); inspect or remove the run", path)
+	}
+	dec := json.NewDecoder(r)
+	if tok, err := dec.Token(); err != nil {
+		return nil, corrupt(err)
+	} else if tok != json.Delim('{') {
+		return nil, corrupt(errors.New("not a JSON object"))
+	}
+	var (
+		sum                                     Summary
+		seen                                    = map[string]bool{}
+		countsFromMilestones, countsFromSummary bool
+	)
+	// The run's status says whether it has a stop reason to wait for: a
+	// running run has none, and state.json then has no stop_reason field.
+	complete := func() bool {
+		for _, k := range []string{"schema_version", "run_id", "run_status", "created_at", "elapsed_ms", "tick"} {
+			if !seen[k] {
+				return false
+			}
+		}
+		if !countsFromMilestones && !countsFromSummary {
+			return false
+		}
+		return seen["stop_reason"] || sum.RunStatus == stopreasons.RunRunning
+	}
+	for dec.More() && !complete() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, corrupt(err)
+		}
+		key, _ := tok.(string)
+		var derr error
+		switch key {
+		case "schema_version":
+			var v int
+			if derr = dec.Decode(&v); derr == nil && v > SchemaVersion {
+				return nil, newerSchema(path, v)
+			}
+		case "run_id":
+			derr = dec.Decode(&sum.RunID)
+		case "run_status":
+			derr = dec.Decode(&sum.RunStatus)
+		case "created_at":
+			derr = dec.Decode(&sum.CreatedAt)
+		case "elapsed_ms":
+			derr = dec.Decode(&sum.ElapsedMS)
+		case "tick":
+			derr = dec.Decode(&sum.Tick)
+		case "statistics":
+			var v struct {
+				TotalMilestones int `json:"total_milestones"`
+				Approved        int `json:"approved"`
+			}
+			if derr = dec.Decode(&v); derr == nil && !countsFromMilestones {
+				sum.Milestones, sum.Approved = v.TotalMilestones, v.Approved
+				countsFromSummary = true
+			}
+		case "milestones":
+			// Before the statistics only in a file runr did not write in
+			// State's order: the milestones themselves are the truth then.
+			var ms []struct {
+				Status string `json:"status"`
+			}
+			if derr = dec.Decode(&ms); derr == nil {
+				sum.Milestones, sum.Approved = len(ms), 0
+				for _, m := range ms {
+					if m.Status == MilestoneApproved {
+						sum.Approved++
+					}
+				}
+				countsFromMilestones = true
+			}
+		case "stop_reason":
+			var r *StopReason
+			if derr = dec.Decode(&r); derr == nil && r != nil {
+				sum.Stop = r.Code
+			}
+		default:
+			var skip json.RawMessage
+			derr = dec.Decode(&skip)
+		}
+		if derr != nil {
+			return nil, corrupt(fmt.Errorf("field %q: %w", key, derr))
+		}
+		seen[key] = true
+	}
+	if sum.RunID == "" {
+		return nil, noRunID(path)
+	}
+	switch {
+	case sum.Tick < 0:
+		return nil, summaryImpossible(path, fmt.Sprintf("tick %d is negative", sum.Tick))
+	case sum.ElapsedMS < 0:
+		return nil, summaryImpossible(path, fmt.Sprintf("elapsed_ms %d is negative", sum.ElapsedMS))
+	case sum.RunStatus != "" && !slices.Contains(runStatuses, sum.RunStatus):
+		return nil, summaryImpossible(path, fmt.Sprintf("run_status %q is not a run status (one of %v)", sum.RunStatus, runStatuses))
+	}
+	return &sum, nil
+}
+
+func summaryImpossible(path, problem string) error {
+	return stopreasons.Errorf(stopreasons.StateCorrupt, "%s: %s (left untouched); inspect or remove the run", path, problem)
+}
+
+// LiveStatus is the run status to show for a run whose state.json says
+// status: that status, except that a run said to be running while no live
+// process holds its lock is crashed.
+func (s *Store) LiveStatus(id, status string) string {
+	if status != stopreasons.RunRunning {
+		return status
+	}
+	held, _, err := s.Locked(id)
+	if err != nil || held {
+		return status
+	}
+	return stopreasons.RunCrashed
+}
