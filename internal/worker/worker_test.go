@@ -412,18 +412,6 @@ func TestRunLargeOutputStaysBounded(t *testing.T) {
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(16<<20), "allocation must not grow with the output")
 }
 
-func BenchmarkRunLargeOutput(b *testing.B) {
-	const size = 50_000_000
-	b.ReportAllocs()
-	b.SetBytes(size)
-	for b.Loop() {
-		res, err := Run(context.Background(), Spec{Argv: []string{"head", "-c", strconv.Itoa(size), "/dev/zero"}})
-		if err != nil || res.Bytes != size {
-			b.Fatalf("Run: %v, %d bytes", err, res.Bytes)
-		}
-	}
-}
-
 // startGroup starts script in a new process group outside Run, reaping it in
 // the background.
 func startGroup(t *testing.T, script string) (*exec.Cmd, <-chan struct{}) {
