@@ -131,7 +131,7 @@ func (b *bench) claude(t *testing.T) {
 	r, l := median(runrs), median(loops)
 	ratio := float64(r) / float64(l)
 	report(t, row{
-		Figure:   fmt.Sprintf("real Claude Code CLI (%s), 3-milestone task, scripted local API, vs a bare loop calling it 3 times", strings.TrimSpace(string(version))),
+		Figure:   fmt.Sprintf("real Claude Code CLI (%s), 3-milestone task, scripted local API, vs a bare loop calling it 3 times", strings.TrimSuffix(strings.TrimSpace(string(version)), " (Claude Code)")),
 		Runr:     spread(runrs),
 		Baseline: spread(loops),
 		Ratio:    fmt.Sprintf("%.3fx", ratio),
