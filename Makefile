@@ -3,7 +3,7 @@ BIN     ?= bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build test test-short test-agents lint docs check-docs demo bench fuzz soak clean
+.PHONY: all build test test-short agents test-agents lint docs check-docs demo bench fuzz soak clean
 
 all: build
 
@@ -17,13 +17,23 @@ test: lint
 	$(GO) test -count=1 -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 10s ./internal/stopconditions
 
 # The real Claude Code CLI under runr, against a scripted Messages API server
-# on 127.0.0.1: installs the CLI into $(AGENTS_CACHE) with npm, then runs the
-# integration test with it first on PATH (without it the test is skipped).
+# on 127.0.0.1: installs the CLI, at the version pinned here, into
+# $(AGENTS_CACHE) with npm (once: an installed CLI of that version is kept),
+# then runs the integration test with it first on PATH (without it the test
+# is skipped).
 AGENTS_CACHE ?= .cache/agents
+CLAUDE_CODE_VERSION ?= 2.1.331
+AGENTS_PATH := $(abspath $(AGENTS_CACHE))/node_modules/.bin
 
-test-agents:
-	npm install --prefix $(AGENTS_CACHE) --no-audit --no-fund @anthropic-ai/claude-code
-	PATH="$(abspath $(AGENTS_CACHE))/node_modules/.bin:$$PATH" $(GO) test -count=1 -v -run '^TestClaudeCLIIntegration$$' ./tests
+agents:
+	@if "$(AGENTS_PATH)/claude" --version 2>/dev/null | grep -qx '$(CLAUDE_CODE_VERSION) (Claude Code)'; then \
+		echo "Claude Code $(CLAUDE_CODE_VERSION) is installed in $(AGENTS_CACHE)"; \
+	else \
+		npm install --prefix $(AGENTS_CACHE) --no-audit --no-fund @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION); \
+	fi
+
+test-agents: agents
+	PATH="$(AGENTS_PATH):$$PATH" $(GO) test -count=1 -v -run '^TestClaudeCLIIntegration$$' ./tests
 
 test-short:
 	$(GO) test -short ./...
@@ -43,8 +53,16 @@ docs:
 demo:
 	bash examples/demo/run.sh
 
-bench:
+# The figures of docs/performance.md: the Go benchmarks of the packages,
+# then tests/bench, which times the built runr against baselines run in the
+# same invocation (the Claude Code row with the CLI `make agents` installs),
+# prints each figure with its target, and fails when one is missed.
+# BENCH_RUN picks rows: make bench BENCH_RUN=TestBench/status
+BENCH_RUN ?= ^TestBench$$
+
+bench: agents
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	PATH="$(AGENTS_PATH):$$PATH" RUNR_BENCH=1 $(GO) test -count=1 -v -timeout 0 -run '$(BENCH_RUN)' ./tests/bench
 
 # Every fuzz target, FUZZTIME each: go test fuzzes one target per run. Seed
 # corpora live in each package's testdata/fuzz; a crasher is written there.

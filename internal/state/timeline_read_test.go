@@ -284,8 +284,7 @@ func FuzzTimelineReader(f *testing.F) {
 }
 
 // BenchmarkTimelineHeads reads the heads of a 100,000-event timeline, as
-// doctor does: the figure to hold against BenchmarkScanTimeline, which
-// decodes every event's data too.
+// doctor does.
 func BenchmarkTimelineHeads(b *testing.B) {
 	path := largeTimeline(b, 100_000)
 	b.ReportAllocs()

@@ -164,21 +164,6 @@ func TestOpenTimelineRefusesBadRuns(t *testing.T) {
 	assert.ErrorIs(t, err, os.ErrNotExist, "nothing is created for an unknown run")
 }
 
-// BenchmarkScanTimeline reads a 100,000-event timeline, the size of a
-// long run, decoding every event in full.
-func BenchmarkScanTimeline(b *testing.B) {
-	path := largeTimeline(b, 100_000)
-	b.ReportAllocs()
-	for b.Loop() {
-		n := 0
-		require.NoError(b, ScanTimeline(path, func(Event) error {
-			n++
-			return nil
-		}))
-		require.Equal(b, 100_000, n)
-	}
-}
-
 // largeTimeline writes a timeline of n events as the store writes them and
 // returns its path.
 func largeTimeline(b *testing.B, n int) string {

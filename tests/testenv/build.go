@@ -1,7 +1,8 @@
 // Package testenv is the tests' shared machinery: the project's programs
-// built once per test binary, waiting on a condition with a deadline, and
-// random generators whose seed is logged and can be fixed to replay a failure.
-// Only tests import it.
+// built once per test binary, waiting on a condition with a deadline,
+// random generators whose seed is logged and can be fixed to replay a
+// failure, and a scripted Anthropic Messages API for the real Claude Code
+// CLI. Only tests and the benchmarks of tests/bench import it.
 package testenv
 
 import (

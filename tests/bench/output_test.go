@@ -1,0 +1,92 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	outputBytes  = 1 << 30 // 1 GiB
+	outputRounds = 3
+	outputMaxRSS = 64 << 20
+)
+
+// producer prints n bytes of 80-byte lines as fast as the machine can: the
+// same program feeds runr and the baseline, so its cost is on both sides.
+func producer(n int64) string {
+	return fmt.Sprintf("yes %s | head -c %d", strings.Repeat("x", 79), n)
+}
+
+func (b *bench) output(t *testing.T) {
+	// runr: the agent prints the bytes, runr streams them to the call's log
+	// (and its tail and line scan). The same run with no output is the
+	// fixed cost of a run (start, verify, checkpoint, finalize), taken off.
+	agent := func(n int64) proc {
+		repo, home := b.repo(t)
+		syscall.Sync() // the last run's dirty pages are not this one's to write
+		p := b.runRSS(t, repo, b.env(home), nil, b.runr, "run", "--prompt", "print", "--verify", "true", "--quiet", "--", "sh", "-c", producer(n))
+		mustExit(t, p, 0, "runr (output)")
+		dir := runDir(t, repo)
+		var logged int64
+		logs, _ := filepath.Glob(filepath.Join(dir, "logs", "*implement*"))
+		for _, l := range logs {
+			if fi, err := os.Stat(l); err == nil {
+				logged += fi.Size()
+			}
+		}
+		if logged < n {
+			t.Fatalf("the call's log holds %d bytes, not %d", logged, n)
+		}
+		if err := os.RemoveAll(filepath.Dir(repo)); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// The baseline: the same producer into `cat > file` on the same disk.
+	cat := func() proc {
+		d := b.tempDir(t, "cat")
+		file := filepath.Join(d, "out")
+		syscall.Sync()
+		p := run(t, d, b.env(d), nil, "sh", "-c", "sh -c "+shellQuote(producer(outputBytes))+" | cat > "+shellQuote(file))
+		mustExit(t, p, 0, "the cat baseline")
+		if fi, err := os.Stat(file); err != nil || fi.Size() != outputBytes {
+			t.Fatalf("cat wrote %v (%v), not %d bytes", fi, err, outputBytes)
+		}
+		if err := os.RemoveAll(d); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	var runrs, empties, cats []time.Duration
+	var rss int64
+	for range outputRounds {
+		cats = append(cats, cat().wall)
+		p := agent(outputBytes)
+		runrs = append(runrs, p.wall)
+		rss = max(rss, p.maxRSS)
+		e := agent(0)
+		empties = append(empties, e.wall)
+		rss = max(rss, e.maxRSS)
+	}
+	streaming := median(runrs) - median(empties)
+	base := median(cats)
+	gibs := func(d time.Duration) string {
+		return fmt.Sprintf("%.2f GiB/s", float64(outputBytes)/(1<<30)/d.Seconds())
+	}
+	ratio := base.Seconds() / streaming.Seconds()
+	report(t, row{
+		Figure: "1 GiB of agent output in 80-byte lines to the call's log, vs `cat > file`; runr's max RSS",
+		Runr: fmt.Sprintf("%s (run %s less a run with no output %s), max RSS %s",
+			gibs(streaming), spread(runrs), ms(median(empties)), mib(rss)),
+		Baseline: fmt.Sprintf("%s (%s)", gibs(base), spread(cats)),
+		Ratio:    fmt.Sprintf("%.2fx throughput", ratio),
+		Target:   "≥ 0.80x, RSS ≤ 64 MiB",
+		Met:      ratio >= 0.80 && rss <= outputMaxRSS,
+	})
+}
