@@ -6,6 +6,7 @@ import (
 
 	"github.com/fatih/color"
 	"github.com/mattn/go-isatty"
+	"golang.org/x/sys/unix"
 )
 
 // IOStreams owns the standard streams and decides colour and terminal
@@ -19,6 +20,9 @@ type IOStreams struct {
 	ErrTTY bool
 	// NoColor is set by NO_COLOR or --no-color.
 	NoColor bool
+	// Width is stderr's width in columns when it is a terminal whose size
+	// runr cannot ask (a test); 0 asks the terminal.
+	Width   int
 	Environ []string
 }
 
@@ -71,3 +75,16 @@ func (p Painter) Cyan(s string) string   { return p.paint([]color.Attribute{colo
 // OutPainter and ErrPainter colour for stdout and stderr.
 func (s *IOStreams) OutPainter() Painter { return Painter{on: s.ColorOut()} }
 func (s *IOStreams) ErrPainter() Painter { return Painter{on: s.ColorErr()} }
+
+// ErrWidth is the width of the terminal on stderr, 0 when unknown.
+func (s *IOStreams) ErrWidth() int {
+	if s.Width > 0 {
+		return s.Width
+	}
+	if f, ok := s.Err.(*os.File); ok {
+		if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil {
+			return int(ws.Col)
+		}
+	}
+	return 0
+}

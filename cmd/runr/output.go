@@ -8,7 +8,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
+	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/doctor"
 	"github.com/runr-dev/runr/internal/guard"
@@ -17,15 +19,20 @@ import (
 	"github.com/runr-dev/runr/internal/supervisor"
 )
 
-// liveLine shows the run's progress on stderr: one line redrawn in place on
-// a terminal (refreshed every second), a line per tick otherwise.
+// liveLine shows the run's progress on stderr. On a terminal: the status
+// line (tick, phase, milestone, elapsed/budget, cost, the closest stop rule)
+// and below it the agent's latest activity, both cut to the terminal's
+// width and redrawn in place, and one lasting line after every tick. Off a
+// terminal: plain lines, one when a tick starts, one per thing the agent
+// did, one after every tick, and no escape codes.
 type liveLine struct {
 	io    *IOStreams
 	off   bool
 	mu    sync.Mutex
-	last  supervisor.Progress
+	last  supervisor.Progress // the last status
+	act   string              // the agent's latest activity, shown below it
 	at    time.Time
-	drawn bool
+	drawn int // the lines on screen: 0, 1 (status) or 2 (and activity)
 	stopc chan struct{}
 	wg    sync.WaitGroup
 }
@@ -39,6 +46,10 @@ func newLiveLine(io *IOStreams, quiet bool) *liveLine {
 	return l
 }
 
+// watching says whether a person sees the live line: then a command
+// agent's latest output line is worth showing as its activity.
+func (l *liveLine) watching() bool { return !l.off && l.io.ErrTTY }
+
 func (l *liveLine) refresh() {
 	defer l.wg.Done()
 	t := time.NewTicker(time.Second)
@@ -49,12 +60,8 @@ func (l *liveLine) refresh() {
 			return
 		case <-t.C:
 			l.mu.Lock()
-			if l.drawn && l.last.Event != "stop" {
-				p := l.last
-				if p.Elapsed > 0 {
-					p.Elapsed += time.Since(l.at)
-				}
-				l.draw(p)
+			if l.drawn > 0 && l.last.Event != "stop" {
+				l.draw()
 			}
 			l.mu.Unlock()
 		}
@@ -67,11 +74,39 @@ func (l *liveLine) update(p supervisor.Progress) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	switch p.Event {
+	case "activity":
+		if p.Activity == nil {
+			return
+		}
+		text := activityText(*p.Activity)
+		if l.io.ErrTTY {
+			l.act = text
+			l.draw()
+		} else if p.Activity.Kind != agents.ActivityOutput {
+			fmt.Fprintln(l.io.Err, "runr:   "+text)
+		}
+		return
+	case "tick_done":
+		if l.io.ErrTTY {
+			l.clear()
+			fmt.Fprintln(l.io.Err, fit(tickLine(p), l.io.ErrWidth()))
+			l.act = ""
+			l.last, l.at = p, time.Now()
+			l.last.Event = "tick"
+			l.draw()
+		} else {
+			fmt.Fprintln(l.io.Err, "runr: "+tickLine(p))
+		}
+		return
+	}
 	prev := l.last
 	l.last, l.at = p, time.Now()
 	if l.io.ErrTTY {
-		l.draw(p)
-		l.drawn = true
+		if p.Event == "tick" && p.Tick != prev.Tick {
+			l.act = ""
+		}
+		l.draw()
 		return
 	}
 	// Not a terminal: one line when a tick starts, nothing on redraws.
@@ -80,8 +115,37 @@ func (l *liveLine) update(p supervisor.Progress) {
 	}
 }
 
-func (l *liveLine) draw(p supervisor.Progress) {
-	fmt.Fprintf(l.io.Err, "\r\x1b[K%s", l.io.ErrPainter().Dim(l.text(p)))
+// draw redraws the status line and the activity line below it, leaving
+// the cursor on the status line.
+func (l *liveLine) draw() {
+	p := l.last
+	if p.Elapsed > 0 && p.Event != "stop" {
+		p.Elapsed += time.Since(l.at)
+	}
+	width := l.io.ErrWidth()
+	var b strings.Builder
+	b.WriteString("\r\x1b[K")
+	b.WriteString(l.io.ErrPainter().Dim(fit(l.text(p), width)))
+	if l.act != "" || l.drawn == 2 {
+		b.WriteString("\n\r\x1b[K")
+		b.WriteString(fit("  "+l.act, width))
+		b.WriteString("\x1b[1A")
+		l.drawn = 2
+	} else {
+		l.drawn = 1
+	}
+	fmt.Fprint(l.io.Err, b.String())
+}
+
+// clear removes the live lines, leaving the cursor where they began.
+func (l *liveLine) clear() {
+	switch l.drawn {
+	case 1:
+		fmt.Fprint(l.io.Err, "\r\x1b[K")
+	case 2:
+		fmt.Fprint(l.io.Err, "\r\x1b[K\n\r\x1b[K\x1b[1A")
+	}
+	l.drawn = 0
 }
 
 func (l *liveLine) text(p supervisor.Progress) string {
@@ -108,6 +172,61 @@ func (l *liveLine) text(p supervisor.Progress) string {
 	return strings.Join(parts, " · ")
 }
 
+// tickLine is the line after a tick: what it worked on and came to, the
+// files its agent call changed, the checks, the cost so far and the stop
+// rule closest to firing.
+func tickLine(p supervisor.Progress) string {
+	parts := []string{
+		fmt.Sprintf("tick %d", p.Tick),
+		fmt.Sprintf("milestone %d/%d", p.Milestone, p.Milestones),
+		stopreasons.VisibleLine(p.Phase),
+		stopreasons.VisibleLine(p.Outcome),
+	}
+	if f := p.Files; f != nil {
+		parts = append(parts, fmt.Sprintf("files +%d ~%d -%d", f.Added, f.Modified, f.Deleted))
+	}
+	if p.Verify != "" {
+		parts = append(parts, fmt.Sprintf("verify %s in %s", stopreasons.VisibleLine(p.Verify), roundDuration(p.VerifyTime)))
+	}
+	parts = append(parts, fmt.Sprintf("$%.2f", p.CostUSD))
+	if c := p.Closest; c != nil && c.Progress > 0 {
+		parts = append(parts, fmt.Sprintf("closest: %s %.0f%%", stopreasons.VisibleLine(c.Name), c.Progress*100))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// roundDuration is a duration for a person: milliseconds under a second.
+func roundDuration(d time.Duration) string {
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
+}
+
+// activityText is one thing the agent did, on one line.
+func activityText(a agents.Activity) string {
+	text := stopreasons.VisibleLine(a.Text)
+	switch a.Kind {
+	case agents.ActivityTool:
+		return strings.TrimSpace("> " + stopreasons.VisibleLine(a.Tool) + " " + text)
+	case agents.ActivityToolError:
+		return "! " + stopreasons.VisibleLine(a.Tool) + " failed: " + text
+	case agents.ActivityOutput:
+		return "| " + text
+	}
+	return "\" " + text
+}
+
+// fit cuts s to width columns, counting a rune as one column, with an
+// ellipsis where it was cut; width 0 leaves it whole.
+func fit(s string, width int) string {
+	if width <= 0 || utf8.RuneCountInString(s) < width {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:width-2]) + "…"
+}
+
 // done clears the live line before the summary is printed.
 func (l *liveLine) done() {
 	l.mu.Lock()
@@ -116,10 +235,7 @@ func (l *liveLine) done() {
 	default:
 		close(l.stopc)
 	}
-	if l.drawn {
-		fmt.Fprint(l.io.Err, "\r\x1b[K")
-		l.drawn = false
-	}
+	l.clear()
 	l.mu.Unlock()
 	l.wg.Wait()
 	l.stopc = make(chan struct{})

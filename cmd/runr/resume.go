@@ -168,12 +168,13 @@ func resumeRun(opts *ResumeOptions) error {
 	runner := &resume.Runner{
 		// The plan gives the run's own settings, flags, task and checkout.
 		Supervisor: supervisor.Options{
-			Store:    store,
-			Repo:     repo,
-			Environ:  io.Environ,
-			Version:  opts.Version,
-			Signals:  sigs,
-			Progress: live.update,
+			Store:      store,
+			Repo:       repo,
+			Environ:    io.Environ,
+			Version:    opts.Version,
+			Signals:    sigs,
+			Progress:   live.update,
+			LiveOutput: live.watching(),
 		},
 		Auto: opts.AutoResume,
 		Recovered: func(stopped bool) {

@@ -163,16 +163,17 @@ func runRun(opts *RunOptions) error {
 	live := newLiveLine(io, opts.Quiet || opts.JSON)
 	runner := &resume.Runner{
 		Supervisor: supervisor.Options{
-			Config:   cfg,
-			Store:    store,
-			Repo:     repo,
-			Environ:  io.Environ,
-			Version:  opts.Version,
-			Flags:    opts.Flags,
-			TaskFile: taskFile,
-			Prompt:   prompt,
-			Signals:  sigs,
-			Progress: live.update,
+			Config:     cfg,
+			Store:      store,
+			Repo:       repo,
+			Environ:    io.Environ,
+			Version:    opts.Version,
+			Flags:      opts.Flags,
+			TaskFile:   taskFile,
+			Prompt:     prompt,
+			Signals:    sigs,
+			Progress:   live.update,
+			LiveOutput: live.watching(),
 		},
 		Auto: opts.AutoResume,
 	}

@@ -43,6 +43,8 @@ type Tracker struct {
 	driverSources map[string]string // each config file the drivers came from, to its content hash
 	driversRead   bool
 
+	last map[string]string // the content hash of each changed path at the last look
+
 	committed struct {
 		since, head string
 		paths       []string
@@ -65,6 +67,14 @@ type Look struct {
 	// content gives the same fingerprint, any change of a file that counts
 	// (one Changed would list) a different one. It is not a git object id.
 	Fingerprint string
+	// Delta is what changed in the working tree since the Tracker's last
+	// look (the first look: since the start).
+	Delta Delta
+}
+
+// Delta sorts the paths whose content changed between two looks.
+type Delta struct {
+	Added, Modified, Deleted []string
 }
 
 // ErrNoIndexSnapshot: the snapshot was taken by a runr that did not keep
@@ -224,6 +234,8 @@ func (t *Tracker) look(ctx context.Context, since *string, base Baseline) (Look,
 			return Look{}, err
 		}
 	}
+	delta := t.delta(now, base)
+	t.last = now
 	sum := sha256.New()
 	for _, p := range changed {
 		sum.Write([]byte(p))
@@ -231,7 +243,56 @@ func (t *Tracker) look(ctx context.Context, since *string, base Baseline) (Look,
 		sum.Write([]byte(now[p]))
 		sum.Write([]byte{0})
 	}
-	return Look{Head: head, Changed: changed, Committed: committed, Fingerprint: hex.EncodeToString(sum.Sum(nil))}, nil
+	return Look{Head: head, Changed: changed, Committed: committed, Fingerprint: hex.EncodeToString(sum.Sum(nil)), Delta: delta}, nil
+}
+
+// delta compares the content of the changed paths now with the last look.
+// A path a look does not list has its content of the start.
+func (t *Tracker) delta(now map[string]string, base Baseline) Delta {
+	paths := make([]string, 0, len(now)+len(t.last))
+	for p := range now {
+		paths = append(paths, p)
+	}
+	for p := range t.last {
+		if _, ok := now[p]; !ok {
+			paths = append(paths, p)
+		}
+	}
+	slices.Sort(paths)
+	var d Delta
+	for _, p := range paths {
+		start := t.startHash(p, base)
+		cur, ok := now[p]
+		if !ok {
+			cur = start
+		}
+		prev, ok := t.last[p]
+		if !ok {
+			prev = start
+		}
+		switch {
+		case cur == prev:
+		case prev == DeletedHash:
+			d.Added = append(d.Added, p)
+		case cur == DeletedHash:
+			d.Deleted = append(d.Deleted, p)
+		default:
+			d.Modified = append(d.Modified, p)
+		}
+	}
+	return d
+}
+
+// startHash is p's content at the start: the snapshot's, else the
+// baseline's, else no file.
+func (t *Tracker) startHash(p string, base Baseline) string {
+	if f, ok := t.snap.Files[p]; ok {
+		return f.Hash
+	}
+	if b, ok := base[p]; ok {
+		return b
+	}
+	return DeletedHash
 }
 
 // compare returns the content hash of p now, and whether it differs from
@@ -241,12 +302,7 @@ func (t *Tracker) compare(p string, base Baseline) (string, bool, error) {
 	if err != nil {
 		return "", false, err
 	}
-	was := DeletedHash
-	if f, ok := t.snap.Files[p]; ok {
-		was = f.Hash
-	} else if b, ok := base[p]; ok {
-		was = b
-	}
+	was := t.startHash(p, base)
 	return fst.Hash, fst.Hash != was, nil
 }
 

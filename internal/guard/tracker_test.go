@@ -56,6 +56,8 @@ func TestTrackerSeesHiddenChanges(t *testing.T) {
 			}
 			// A second look, with the hashes it keeps, sees the same.
 			again := look(t, tr, head, nil)
+			assert.Equal(t, Delta{}, again.Delta, "nothing changed since the last look")
+			again.Delta = after.Delta
 			assert.Equal(t, after, again)
 		})
 	}
@@ -266,4 +268,34 @@ func (l *gitLog) commands() []string {
 		}
 	}
 	return out
+}
+
+// TestTrackerDelta: each look sorts what changed since the last one into
+// added, modified and deleted, whatever the start had.
+func TestTrackerDelta(t *testing.T) {
+	t.Parallel()
+	dir := snapRepo(t)
+	head := gitT(t, dir, "rev-parse", "HEAD")
+	files := strings.Fields(gitT(t, dir, "ls-files"))
+	require.GreaterOrEqual(t, len(files), 2)
+	_, tr := tracker(t, dir)
+	assert.Equal(t, Delta{}, look(t, tr, head, nil).Delta)
+
+	write := func(p, text string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, p), []byte(text), 0o644))
+	}
+	write("new.txt", "new")
+	write(files[0], "changed")
+	require.NoError(t, os.Remove(filepath.Join(dir, files[1])))
+	assert.Equal(t, Delta{Added: []string{"new.txt"}, Modified: []string{files[0]}, Deleted: []string{files[1]}}, look(t, tr, head, nil).Delta)
+
+	// Next tick: new.txt changes again, files[0] goes back to its start,
+	// files[1] comes back with other content.
+	write("new.txt", "newer")
+	gitT(t, dir, "checkout", "--", files[0])
+	write(files[1], "back")
+	assert.Equal(t, Delta{Added: []string{files[1]}, Modified: []string{files[0], "new.txt"}}, look(t, tr, head, nil).Delta)
+
+	require.NoError(t, os.Remove(filepath.Join(dir, "new.txt")))
+	assert.Equal(t, Delta{Deleted: []string{"new.txt"}}, look(t, tr, head, nil).Delta)
 }

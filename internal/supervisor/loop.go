@@ -69,6 +69,8 @@ func (s *Supervisor) ticks(ctx context.Context) *stop {
 		}
 		st.Tick++
 		phase := st.Phase
+		s.sum = tickSummary{}
+		milestone := min(st.MilestoneIndex+1, len(st.Milestones))
 		s.report("tick", "")
 		res := s.lostDir(s.tick(ctx, Phase(phase)))
 		if sp := s.apply(Phase(phase), res); sp != nil {
@@ -82,11 +84,11 @@ func (s *Supervisor) ticks(ctx context.Context) *stop {
 		if v := s.evaluate(ctx, res); v.Stop != nil {
 			return s.verdictStop(v.Stop)
 		}
-		s.event("tick", map[string]any{"phase": phase, "next": st.Phase, "milestone": st.MilestoneIndex + 1, "iteration": st.Iteration})
+		s.event("tick", s.tickData(phase, res))
 		if err := s.save(); err != nil {
 			return internalStop(err)
 		}
-		s.report("tick", "")
+		s.reportTick(phase, milestone, res)
 	}
 }
 
@@ -271,7 +273,61 @@ func (s *Supervisor) finish(sp *stop) (*state.State, error) {
 	return st, err
 }
 
+// outcomeText says what a tick came to, in a few words.
+func outcomeText(res result) string {
+	if res.Outcome == AgentSucceeded && res.Done {
+		return "agent done"
+	}
+	if res.Outcome == AgentSucceeded {
+		return "agent incomplete"
+	}
+	return res.Outcome.String()
+}
+
+// tickData is the timeline's record of a tick: its phase, what comes next,
+// and what it came to.
+func (s *Supervisor) tickData(phase string, res result) map[string]any {
+	st := s.st
+	d := map[string]any{"phase": phase, "next": st.Phase, "milestone": st.MilestoneIndex + 1, "iteration": st.Iteration,
+		"outcome": outcomeText(res), "cost_usd": st.Usage.CostUSD}
+	if f := s.sum.files; f != nil {
+		d["added"], d["modified"], d["deleted"] = f.Added, f.Modified, f.Deleted
+	}
+	if s.sum.verify != "" {
+		d["verify"], d["verify_ms"] = s.sum.verify, s.sum.verifyTime.Milliseconds()
+	}
+	if c := s.closest(); c != nil && c.Progress > 0 {
+		d["closest"] = fmt.Sprintf("%s %.0f%%", c.Name, c.Progress*100)
+	}
+	return d
+}
+
+// reportTick reports the end of a tick with what it came to: the phase
+// that ran and the milestone it worked on.
+func (s *Supervisor) reportTick(phase string, milestone int, res result) {
+	p := s.progress("tick_done", "")
+	p.Phase, p.Milestone = phase, milestone
+	p.Outcome, p.Files, p.Verify, p.VerifyTime = outcomeText(res), s.sum.files, s.sum.verify, s.sum.verifyTime
+	s.o.Progress(p)
+}
+
+// closest is the stop rule closest to firing.
+func (s *Supervisor) closest() *state.ConditionProg {
+	var best *state.ConditionProg
+	for i := range s.st.Conditions {
+		c := &s.st.Conditions[i]
+		if best == nil || c.Progress > best.Progress {
+			best = c
+		}
+	}
+	return best
+}
+
 func (s *Supervisor) report(event, msg string) {
+	s.o.Progress(s.progress(event, msg))
+}
+
+func (s *Supervisor) progress(event, msg string) Progress {
 	st := s.st
 	p := Progress{
 		RunID:      st.RunID,
@@ -287,18 +343,11 @@ func (s *Supervisor) report(event, msg string) {
 	if !s.started.IsZero() {
 		p.Elapsed = s.elapsed()
 	}
-	var best *state.ConditionProg
-	for i := range st.Conditions {
-		c := &st.Conditions[i]
-		if best == nil || c.Progress > best.Progress {
-			best = c
-		}
-	}
-	if best != nil {
+	if best := s.closest(); best != nil {
 		cp := *best
 		p.Closest = &cp
 	}
-	s.o.Progress(p)
+	return p
 }
 
 // newLogger writes runr's own debug log as JSON lines into the run dir.

@@ -200,6 +200,13 @@ func (s *Supervisor) implement(ctx context.Context) result {
 		IdleTimeout:  s.cfg.Agent.IdleTimeout,
 		OnStdoutLine: func(line []byte) bool { return !parser.Line(line) },
 	}
+	watch, stopWatch := s.watchActivity(s.cfg.Agent.Kind, s.dir)
+	if watch != nil {
+		spec.OnStdoutLine = func(line []byte) bool {
+			watch(line)
+			return !parser.Line(line)
+		}
+	}
 	if inv.UseStdin {
 		spec.Stdin = strings.NewReader(inv.Stdin)
 	}
@@ -207,6 +214,7 @@ func (s *Supervisor) implement(ctx context.Context) result {
 	attempt := state.Attempt{Tick: st.Tick, Iteration: st.Iteration, Log: s.relLog(logPath)}
 	m.Attempts = append(m.Attempts, attempt)
 	res, err := s.runProcess(ctx, state.PhaseImplement, spec)
+	stopWatch()
 	if err != nil {
 		if errors.Is(err, worker.ErrNotFound) {
 			return result{Event: Event{Outcome: Fault, Code: stopreasons.WorkerNotFound},
@@ -233,7 +241,12 @@ func (s *Supervisor) implement(ctx context.Context) result {
 	}
 	gctx, cancel := s.gitContext(ctx)
 	defer cancel()
-	if r, stopped := s.afterImplement(gctx); stopped {
+	s.delta = nil
+	r, stopped := s.afterImplement(gctx)
+	if s.delta != nil {
+		s.sum.files = countsOf(*s.delta)
+	}
+	if stopped {
 		return r
 	}
 	return s.judgeAgent(ar, res)
@@ -356,6 +369,7 @@ func (s *Supervisor) agentChanges(ctx context.Context) (hash string, all, commit
 		if err != nil {
 			return "", nil, nil, err
 		}
+		s.delta = &look.Delta
 		all = append(slices.Clone(look.Changed), look.Committed...)
 		slices.Sort(all)
 		return look.Fingerprint, slices.Compact(all), look.Committed, nil
@@ -557,10 +571,12 @@ func (s *Supervisor) verify(ctx context.Context) result {
 		if err != nil {
 			return fault(err)
 		}
+		s.sum.verifyTime += res.Duration
 		if r, stopped := s.interrupted(res); stopped {
 			return r
 		}
 		if res.TimedOut {
+			s.sum.verify = "timed out"
 			st.LastFailure = &state.Failure{Tick: st.Tick, Phase: state.PhaseVerify, Command: cmd, ExitCode: res.ExitCode,
 				Tail: worker.Tail(res.Tail, feedbackLines), Log: s.relLog(logPath)}
 			return result{Event: Event{Outcome: VerifyTimedOut}, stop: &stop{Stop: stopreasons.Stop{Condition: "verify.timeout", Threshold: s.cfg.Verify.Timeout.String(),
@@ -575,6 +591,7 @@ func (s *Supervisor) verify(ctx context.Context) result {
 		}
 		results = append(results, state.CheckResult{Command: cmd, Passed: passed, ExitCode: res.ExitCode})
 		if !passed {
+			s.sum.verify = "failed"
 			tail := worker.Tail(res.Tail, feedbackLines)
 			sig := stopconditions.Signature(cmd, tail)
 			st.Verify = results
@@ -587,6 +604,9 @@ func (s *Supervisor) verify(ctx context.Context) result {
 	}
 	st.Verify = results
 	st.Counters.TestFailStreak = 0
+	if len(results) > 0 {
+		s.sum.verify = "passed"
+	}
 	return result{Event: Event{Outcome: VerifyPassed}}
 }
 

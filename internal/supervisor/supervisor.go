@@ -43,9 +43,14 @@ type Options struct {
 	Prompt   string // the task text
 	// Signals delivers SIGINT, SIGTERM and SIGHUP; nil for none.
 	Signals <-chan os.Signal
-	// Progress is called at the start and the end of every tick.
+	// Progress is called at the start and the end of every tick, and for
+	// each thing the agent is seen doing.
 	Progress func(Progress)
-	Now      func() time.Time
+	// LiveOutput shows an agent's latest output line as its activity when
+	// its output is not a stream of events (a command agent): set it when a
+	// person watches.
+	LiveOutput bool
+	Now        func() time.Time
 }
 
 // Progress is what the live line shows.
@@ -59,9 +64,17 @@ type Progress struct {
 	Budget      time.Duration
 	CostUSD     float64
 	Closest     *state.ConditionProg
-	Event       string // "tick", "stop", "wait"
+	Event       string // "tick" (a tick starts), "tick_done", "activity", "stop", "wait"
 	Message     string
 	WaitingTill time.Time
+
+	// A tick_done says what the tick came to.
+	Outcome    string
+	Files      *FileCounts   // the changes of the tick's agent call
+	Verify     string        // "passed" or "failed", when the tick ran the checks
+	VerifyTime time.Duration // how long the checks took
+	// An activity is what the agent is doing now; only Event is set beside it.
+	Activity *agents.Activity
 }
 
 // Supervisor runs one run.
@@ -92,6 +105,10 @@ type Supervisor struct {
 	// agentVersion delivers the agent's version, asked for beside the
 	// preflight and the first call (startAgentVersion).
 	agentVersion chan string
+	// sum is what the current tick came to; delta the changes of the last
+	// look at the tree.
+	sum   tickSummary
+	delta *guard.Delta
 }
 
 type signalStop struct {
