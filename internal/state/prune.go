@@ -125,6 +125,14 @@ func (s *Store) judge(it *PruneItem, r PruneRules) {
 		return
 	}
 	it.Status = s.DisplayStatus(st)
+	if !held && st.RunStatus == stopreasons.RunRunning && r.Now.Sub(st.UpdatedAt) < StaleAfter {
+		// A run its runr has just created and not yet locked has no lock
+		// file; a crashed run has one, left by the runr that died.
+		if _, err := os.Lstat(s.lockPath(it.RunID)); os.IsNotExist(err) {
+			it.Kept = "created moments ago; its runr is starting it"
+			return
+		}
+	}
 	if held {
 		it.Status = stopreasons.RunRunning
 		it.Kept = "live"

@@ -52,6 +52,9 @@ func TestPruneRemovesStoppedRunsOlderThanTheAgeAndNeverALiveOne(t *testing.T) {
 	old := addRun(t, s, 40*day)
 	young := addRun(t, s, day)
 	crashed := addRun(t, s, -1)
+	l, err := s.Acquire(crashed) // its runr took it, then died
+	require.NoError(t, err)
+	require.NoError(t, l.Release())
 	live := addRun(t, s, -1)
 	h := startHelper(t, "hold", s.Home, live)
 	require.Equal(t, "locked", h.next())
@@ -87,6 +90,23 @@ func TestPruneRemovesStoppedRunsOlderThanTheAgeAndNeverALiveOne(t *testing.T) {
 	ids, err := s.List()
 	require.NoError(t, err)
 	assert.Equal(t, []string{live}, ids)
+}
+
+// A run whose runr has created it and not yet taken its lock is not a
+// crashed run, even for --older-than 0.
+func TestPruneLeavesARunBeingStarted(t *testing.T) {
+	s, err := Open(t.TempDir())
+	require.NoError(t, err)
+	starting := addRun(t, s, -1)
+	items, err := s.Prune(PruneRules{}, nil)
+	require.NoError(t, err)
+	require.Len(t, items, 1)
+	assert.Equal(t, "created moments ago; its runr is starting it", items[0].Kept)
+	assert.True(t, exists(s.StatePath(starting)))
+	// Left that way for long, it is a crashed run like another.
+	items, err = s.Prune(PruneRules{Now: time.Now().Add(2 * StaleAfter)}, nil)
+	require.NoError(t, err)
+	assert.True(t, items[0].Removed)
 }
 
 func TestPruneKeepsTheNewestRuns(t *testing.T) {
