@@ -111,7 +111,7 @@ func (s *Store) Prune(r PruneRules, hook PruneHook) ([]PruneItem, error) {
 	return items, nil
 }
 
-// judge fills it's status and age, and Kept when the rules keep the run;
+// judge fills in the run's status and age, and Kept when the rules keep the run;
 // it takes no lock (a dry run, or the first look before taking it).
 func (s *Store) judge(it *PruneItem, r PruneRules) {
 	st, err := s.Load(it.RunID)
