@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/state"
@@ -64,14 +62,6 @@ func defaultHome(dir string) (string, error) {
 			"%s is not inside a git repository (%v); run runr in a git checkout, or give the run store with --home", dir, err)
 	}
 	return state.DefaultHome(common), nil
-}
-
-// notifySignals delivers SIGINT, SIGTERM and SIGHUP to the run instead of
-// ending runr, so that the run stops cleanly and records why; stop undoes it.
-func notifySignals() (sigs <-chan os.Signal, stop func()) {
-	c := make(chan os.Signal, 4)
-	signal.Notify(c, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	return c, func() { signal.Stop(c) }
 }
 
 func lookupEnv(env []string, key string) string {

@@ -156,7 +156,7 @@ func addCompletions(root *cobra.Command, f *Factory) {
 			}
 		case "reasons":
 			cmd.ValidArgsFunction = completeReasons
-		case "init", "version":
+		case "init", "version", "prune":
 			cmd.ValidArgsFunction = cobra.NoFileCompletions
 		}
 		flag(cmd, "agent", completeList(agents.Kinds()))

@@ -347,7 +347,7 @@ func runSummary(store *state.Store, st *state.State) map[string]any {
 	}
 	if rep, err := doctor.Diagnose(st, store.RunDir(st.RunID)); err == nil {
 		out["diagnosis"] = rep.Diagnosis
-		out["next_actions"] = rep.NextActions
+		out["next_actions"] = nonNil(rep.NextActions)
 	}
 	return out
 }

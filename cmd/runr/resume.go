@@ -162,9 +162,14 @@ func resumeRun(opts *ResumeOptions) error {
 	if plan.Config != nil {
 		warnConfig(io, plan.Config)
 	}
-	sigs, stopSignals := notifySignals()
+	// --json changes stdout only: progress stays on stderr unless --quiet.
+	live := newLiveLine(io, opts.Quiet)
+	var grace time.Duration
+	if plan.Config != nil {
+		grace = plan.Config.Agent.KillGrace
+	}
+	sigs, stopSignals := notifySignals(signalNotice(live, grace))
 	defer stopSignals()
-	live := newLiveLine(io, opts.Quiet || opts.JSON)
 	runner := &resume.Runner{
 		// The plan gives the run's own settings, flags, task and checkout.
 		Supervisor: supervisor.Options{
@@ -178,7 +183,7 @@ func resumeRun(opts *ResumeOptions) error {
 		},
 		Auto: opts.AutoResume,
 		Recovered: func(stopped bool) {
-			if opts.Quiet || opts.JSON {
+			if opts.Quiet {
 				return
 			}
 			if stopped {

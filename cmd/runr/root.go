@@ -104,6 +104,7 @@ Every exit code is listed by 'runr reasons'.`,
 		NewCmdLogs(f, nil),
 		NewCmdReasons(f, nil),
 		NewCmdInit(f, nil),
+		NewCmdPrune(f, nil),
 		NewCmdCompletion(f),
 		NewCmdVersion(f, nil),
 	)

@@ -157,10 +157,10 @@ func runRun(opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
-	sigs, stopSignals := notifySignals()
+	// --json changes stdout only: progress stays on stderr unless --quiet.
+	live := newLiveLine(io, opts.Quiet)
+	sigs, stopSignals := notifySignals(signalNotice(live, cfg.Agent.KillGrace))
 	defer stopSignals()
-
-	live := newLiveLine(io, opts.Quiet || opts.JSON)
 	runner := &resume.Runner{
 		Supervisor: supervisor.Options{
 			Config:     cfg,

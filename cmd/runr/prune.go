@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runr-dev/runr/internal/guard"
+	"github.com/runr-dev/runr/internal/state"
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// defaultPruneAge is how long a stopped run is kept by default.
+const defaultPruneAge = 30 * 24 * time.Hour
+
+// PruneOptions are the parsed arguments of `runr prune`.
+type PruneOptions struct {
+	IO       *IOStreams
+	Store    func() (*state.Store, error)
+	RepoRoot func() (string, error)
+
+	OlderThan time.Duration
+	Keep      int
+	Branches  bool
+	DryRun    bool
+	JSON      bool
+}
+
+// NewCmdPrune builds `runr prune`; runF, when a test passes one, gets the
+// parsed options instead of pruneRun.
+func NewCmdPrune(f *Factory, runF func(*PruneOptions) error) *cobra.Command {
+	opts := &PruneOptions{IO: f.IO, Store: f.Store, RepoRoot: f.RepoRoot}
+	var olderThan string
+	cmd := &cobra.Command{
+		Use:   "prune",
+		Short: "Remove old stopped runs and their worktrees",
+		Long: `Remove the runs that stopped more than --older-than ago (default 30d), with
+their worktrees (git forgets them too). A live run is never removed; a
+crashed run goes once its last update is that old. --keep N keeps the N
+newest runs whatever their age. Branches runr/<id> stay unless --branches.
+A worktree with uncommitted changes or untracked files is never removed:
+its run is kept, and the reason printed. --dry-run lists what would go and
+removes nothing.`,
+		Example: `  runr prune --dry-run
+  runr prune --older-than 7d --keep 10
+  runr prune --older-than 1d12h --branches`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.OlderThan = defaultPruneAge
+			if cmd.Flags().Lookup("older-than").Changed {
+				d, err := parseAge(olderThan)
+				if err != nil {
+					return stopreasons.Errorf(stopreasons.UsageError, "--older-than %q: %v (e.g. 30d, 36h, 1d12h)", olderThan, err)
+				}
+				opts.OlderThan = d
+			}
+			if opts.Keep < 0 {
+				return stopreasons.Errorf(stopreasons.UsageError, "--keep %d: give a number of runs, 0 or more", opts.Keep)
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return pruneRun(opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.Var(&typedFlag{value: &olderThan, kind: "duration"}, "older-than", "remove runs stopped longer ago than this: 30d, 36h, 1d12h (default 30d)")
+	fl.IntVar(&opts.Keep, "keep", 0, "keep this many of the newest runs whatever their age")
+	fl.BoolVar(&opts.Branches, "branches", false, "delete the runs' branches runr/<id> too")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "list what would be removed and remove nothing")
+	fl.BoolVar(&opts.JSON, "json", false, "print one JSON object on stdout")
+	return cmd
+}
+
+var agePart = regexp.MustCompile(`^([0-9]+)d`)
+
+// parseAge reads a duration that may start with whole days: 30d, 1d12h,
+// 36h, 90m, 0.
+func parseAge(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, errors.New("empty duration")
+	}
+	var d time.Duration
+	if m := agePart.FindStringSubmatch(s); m != nil {
+		days, err := strconv.Atoi(m[1])
+		if err != nil || days > 100*365 {
+			return 0, errors.New("too many days")
+		}
+		d = time.Duration(days) * 24 * time.Hour
+		s = s[len(m[0]):]
+		if s == "" {
+			return d, nil
+		}
+	}
+	rest, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, errors.New("not a duration")
+	}
+	if rest < 0 {
+		return 0, errors.New("a negative duration")
+	}
+	return d + rest, nil
+}
+
+// pruneResult is what the JSON output says about one run.
+type pruneResult struct {
+	RunID           string `json:"run_id"`
+	Status          string `json:"status"`
+	Action          string `json:"action"` // removed, would_remove, kept, failed
+	Reason          string `json:"reason,omitempty"`
+	AgeMS           int64  `json:"age_ms"`
+	Worktree        string `json:"worktree,omitempty"`
+	WorktreeRemoved bool   `json:"worktree_removed"`
+	Branch          string `json:"branch,omitempty"`
+	BranchDeleted   bool   `json:"branch_deleted"`
+}
+
+func pruneRun(opts *PruneOptions) error {
+	store, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	// Worktrees and branches are the business of the repository around
+	// the working directory; without one, a run that has either is kept.
+	repo, repoErr := opts.RepoRoot()
+	ctx := context.Background()
+	outside := map[string]*pruneResult{}
+	hook := func(id, wt string, dry bool) (string, error) {
+		res := &pruneResult{}
+		outside[id] = res
+		if (wt != "" || opts.Branches) && repoErr != nil {
+			return "its worktree or branch belongs to a git repository: run runr prune inside it", nil
+		}
+		if wt != "" {
+			res.Worktree = wt
+			var err error
+			if dry {
+				err = guard.CheckWorktreeRemovable(ctx, repo, wt)
+			} else {
+				err = guard.RemoveWorktree(ctx, repo, wt)
+			}
+			switch {
+			case errors.Is(err, guard.ErrWorktreeDirty):
+				return fmt.Sprintf("its worktree has uncommitted changes or untracked files; commit or discard them (git -C %s status), then prune again",
+					stopreasons.ShellQuote(wt)), nil
+			case errors.Is(err, guard.ErrNotWorktree):
+				return fmt.Sprintf("%v; remove it by hand if it is no longer needed", err), nil
+			case err != nil:
+				return "", err
+			}
+			res.WorktreeRemoved = !dry
+		}
+		if opts.Branches {
+			branch := "runr/" + id
+			var ok bool
+			var err error
+			if dry {
+				ok, err = guard.BranchExists(ctx, repo, branch)
+			} else {
+				ok, err = guard.DeleteBranch(ctx, repo, branch)
+			}
+			if err != nil {
+				return "", err
+			}
+			if ok {
+				res.Branch, res.BranchDeleted = branch, !dry
+			}
+		} else if wt != "" && repoErr == nil {
+			if ok, _ := guard.BranchExists(ctx, repo, "runr/"+id); ok {
+				res.Branch = "runr/" + id
+			}
+		}
+		return "", nil
+	}
+	items, err := store.Prune(state.PruneRules{OlderThan: opts.OlderThan, Keep: opts.Keep, DryRun: opts.DryRun}, hook)
+	if err != nil {
+		return err
+	}
+
+	results := make([]pruneResult, len(items))
+	var removed, kept, failed int
+	for i, it := range items {
+		r := pruneResult{RunID: it.RunID, Status: it.Status, AgeMS: it.Age.Milliseconds(), Worktree: it.Worktree}
+		if o := outside[it.RunID]; o != nil {
+			r.WorktreeRemoved, r.Branch, r.BranchDeleted = o.WorktreeRemoved, o.Branch, o.BranchDeleted
+		}
+		switch {
+		case it.Err != nil:
+			r.Action, r.Reason = "failed", it.Err.Error()
+			failed++
+		case it.Removed && opts.DryRun:
+			r.Action = "would_remove"
+			removed++
+		case it.Removed:
+			r.Action = "removed"
+			removed++
+		default:
+			r.Action, r.Reason = "kept", it.Kept
+			kept++
+		}
+		results[i] = r
+	}
+	if opts.JSON {
+		err = writeJSON(opts.IO.Out, map[string]any{
+			"dry_run":    opts.DryRun,
+			"older_than": state.FormatAge(opts.OlderThan),
+			"keep":       opts.Keep,
+			"runs":       results,
+			"removed":    removed,
+			"kept":       kept,
+			"failed":     failed,
+		})
+	} else {
+		printPrune(opts, results, removed, kept, failed)
+	}
+	if err != nil {
+		return err
+	}
+	if failed > 0 {
+		return stopreasons.Errorf(stopreasons.EnvironmentInvalid, "%s could not be removed (see above); fix what is named and run runr prune again", plural(failed, "run"))
+	}
+	return nil
+}
+
+func printPrune(opts *PruneOptions, results []pruneResult, removed, kept, failed int) {
+	w, p := opts.IO.Out, opts.IO.OutPainter()
+	for _, r := range results {
+		status := r.Status
+		if status == "" {
+			status = "unreadable"
+		}
+		var line string
+		switch r.Action {
+		case "removed", "would_remove":
+			verb := p.Green("removed     ")
+			if r.Action == "would_remove" {
+				verb = p.Yellow("would remove")
+			}
+			line = fmt.Sprintf("%s %s  %s, %s ago", verb, r.RunID, status, state.FormatAge(time.Duration(r.AgeMS)*time.Millisecond))
+			var notes []string
+			if r.Worktree != "" {
+				if opts.DryRun {
+					notes = append(notes, "worktree "+stopreasons.VisibleLine(r.Worktree))
+				} else {
+					notes = append(notes, "worktree removed")
+				}
+			}
+			switch {
+			case r.Branch == "":
+			case !opts.Branches:
+				notes = append(notes, "branch "+r.Branch+" kept")
+			case opts.DryRun:
+				notes = append(notes, "branch "+r.Branch)
+			default:
+				notes = append(notes, "branch "+r.Branch+" deleted")
+			}
+			if len(notes) > 0 {
+				line += " (" + strings.Join(notes, ", ") + ")"
+			}
+		case "failed":
+			line = fmt.Sprintf("%s %s  %s: %s", p.Red("failed      "), r.RunID, status, stopreasons.VisibleLine(r.Reason))
+		default:
+			verb := "kept        "
+			if opts.DryRun {
+				verb = "would keep  "
+			}
+			line = fmt.Sprintf("%s %s  %s: %s", verb, r.RunID, status, stopreasons.VisibleLine(r.Reason))
+		}
+		fmt.Fprintln(w, line)
+	}
+	total := fmt.Sprintf("Removed %s, kept %d", plural(removed, "run"), kept)
+	if opts.DryRun {
+		total = fmt.Sprintf("Would remove %s, keep %d (--dry-run: nothing was removed)", plural(removed, "run"), kept)
+	}
+	if failed > 0 {
+		total += fmt.Sprintf(", %d failed", failed)
+	}
+	fmt.Fprintln(w, total+".")
+}

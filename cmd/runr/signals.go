@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// notifySignals delivers SIGINT, SIGTERM and SIGHUP to the run instead of
+// ending runr, so that the run stops cleanly and records why; stop undoes
+// it. say, unless nil, is told of each signal before the run gets it, so
+// that what happens next is printed at once.
+func notifySignals(say func(os.Signal)) (sigs <-chan os.Signal, stop func()) {
+	in := make(chan os.Signal, 4)
+	out := make(chan os.Signal, 4)
+	done := make(chan struct{})
+	signal.Notify(in, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case sig := <-in:
+				if say != nil {
+					say(sig)
+				}
+				// Signals the run has not taken yet wait here, in order, for
+				// whoever reads next (the auto-resume wait).
+				select {
+				case out <- sig:
+				case <-done:
+					return
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return out, func() {
+		once.Do(func() {
+			signal.Stop(in)
+			close(done)
+		})
+	}
+}
+
+// signalNotice says on stderr, as a signal arrives, what runr does next
+// (DESIGN §7): the first signal stops the run, and the process group
+// running now gets kill_grace to exit; a later Ctrl+C kills it at once.
+// grace is agent.kill_grace, 0 when unknown. It is printed even with
+// --quiet: it answers a key the user pressed.
+func signalNotice(live *liveLine, grace time.Duration) func(os.Signal) {
+	var mu sync.Mutex
+	stopping, killing := false, false
+	within := "agent.kill_grace"
+	if grace > 0 {
+		within = grace.String() + " (agent.kill_grace)"
+	}
+	return func(sig os.Signal) {
+		mu.Lock()
+		defer mu.Unlock()
+		name := "Ctrl+C"
+		if sig != os.Interrupt {
+			name = signalLabel(sig)
+		}
+		switch {
+		case !stopping:
+			stopping = true
+			msg := fmt.Sprintf("runr: %s: stopping the run; the agent's process group is asked to stop and gets %s to exit", name, within)
+			if sig == os.Interrupt {
+				msg += "; Ctrl+C again stops it now"
+			}
+			live.note(msg)
+		case sig == os.Interrupt && !killing:
+			killing = true
+			live.note("runr: Ctrl+C again: stopping the agent's process group now (SIGKILL)")
+		}
+	}
+}
+
+func signalLabel(sig os.Signal) string {
+	switch sig {
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	}
+	return sig.String()
+}
+
+// note prints a line of its own on stderr, above the live line when one
+// is drawn, whatever --quiet says.
+func (l *liveLine) note(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	drawn := l.drawn > 0
+	l.clear()
+	fmt.Fprintln(l.io.Err, s)
+	if drawn {
+		l.draw()
+	}
+}
