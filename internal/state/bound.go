@@ -16,6 +16,14 @@ const (
 	// a task that is one long line) is cut, and its whole text stays in
 	// task.md.
 	MaxGoalBytes = 2048
+	// DetailedMilestones is how many settled milestones before the current
+	// one keep their details (attempts, tree hash, edges); older ones keep
+	// their goal, cut to MaxSettledGoalBytes, their status, their commit
+	// and the sum of their attempts. The timeline holds every attempt.
+	DetailedMilestones = 20
+	// MaxSettledGoalBytes bounds the goal of a settled milestone that no
+	// longer keeps its details.
+	MaxSettledGoalBytes = 200
 	// MaxAutoResumeHistory is how many automatic resumes
 	// auto_resume.history lists; auto_resume.count counts them all.
 	MaxAutoResumeHistory = 20
@@ -89,6 +97,9 @@ func (st *State) Compact() {
 	approved := 0
 	for i := range st.Milestones {
 		m := &st.Milestones[i]
+		if i < st.MilestoneIndex-DetailedMilestones && m.settled() {
+			m.fold()
+		}
 		if len(m.Goal) > MaxGoalBytes {
 			m.Goal, m.GoalCut = cutText(m.Goal, MaxGoalBytes), true
 		}
@@ -112,6 +123,30 @@ func (st *State) Compact() {
 	if st.StopReason != nil && st.StopReason.Details != nil && len(st.StopReason.Details.MilestoneGoal) > MaxGoalBytes {
 		st.StopReason.Details.MilestoneGoal = cutText(st.StopReason.Details.MilestoneGoal, MaxGoalBytes)
 	}
+}
+
+// settled reports whether the milestone's work is over: approved, failed
+// or rejected.
+func (m *Milestone) settled() bool {
+	switch m.Status {
+	case MilestoneApproved, MilestoneFailed, MilestoneRejected:
+		return true
+	}
+	return false
+}
+
+// fold keeps of a settled milestone what status, a resume and the totals
+// need: its attempts are summed up, its goal cut, its tree hash and edges
+// dropped.
+func (m *Milestone) fold() {
+	for _, a := range m.Attempts {
+		m.Earlier = m.Earlier.add(a)
+	}
+	m.Attempts = []Attempt{}
+	if len(m.Goal) > MaxSettledGoalBytes {
+		m.Goal, m.GoalCut = cutText(m.Goal, MaxSettledGoalBytes), true
+	}
+	m.TreeHash, m.Edges = "", nil
 }
 
 // add sums up attempt a into e (nil: none yet) and returns it. An attempt

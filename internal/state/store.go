@@ -50,6 +50,7 @@ const Latest = "latest"
 // Store is a run store rooted at Home.
 type Store struct {
 	Home string
+	enc  *encodeCache // what Save need not encode again; nil: encode all
 }
 
 // DefaultHome is the run store of a repository whose git common dir is
@@ -86,7 +87,7 @@ func Open(home string) (*Store, error) {
 	if err := os.Remove(probe.Name()); err != nil {
 		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "run store %s: remove probe file", abs)
 	}
-	return &Store{Home: abs}, nil
+	return &Store{Home: abs, enc: &encodeCache{}}, nil
 }
 
 // OpenRead opens the store at home for reading only (status, doctor of a
@@ -97,7 +98,7 @@ func OpenRead(home string) (*Store, error) {
 	if err != nil {
 		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "run store %s", home)
 	}
-	return &Store{Home: abs}, nil
+	return &Store{Home: abs, enc: &encodeCache{}}, nil
 }
 
 // NewRunID returns a fresh run id: the UTC time to the second and six random
@@ -390,12 +391,12 @@ func (s *Store) save(st *State, durable bool) error {
 	st.SchemaVersion = SchemaVersion
 	st.UpdatedAt = time.Now().UTC()
 	st.Compact()
-	data, err := json.MarshalIndent(st, "", "  ")
+	data, err := s.enc.encode(st)
 	if err != nil {
 		return stopreasons.Wrap(stopreasons.InternalError, err, "encode state of run %s", st.RunID)
 	}
 	path := s.StatePath(st.RunID)
-	if err := writeAtomic(path, append(data, '\n'), durable); err != nil {
+	if err := writeAtomic(path, data, durable); err != nil {
 		return wrapIO(err, "save %s", path)
 	}
 	return nil

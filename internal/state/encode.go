@@ -1,0 +1,114 @@
+package state
+
+import (
+	"bytes"
+	"encoding/json"
+	"sync"
+)
+
+// stateHead is State without its milestones: the encoder writes them
+// after it, each from its cache when it did not change. The nil pointer
+// hides State.Milestones (it is shallower and omitted when nil).
+type stateHead struct {
+	*State
+	Milestones *struct{} `json:"milestones,omitempty"`
+}
+
+// milestoneCache holds the encoding of one milestone that will not change
+// again (settled, and before the current one), with what tells it apart
+// should it change all the same.
+type milestoneCache struct {
+	key  milestoneKey
+	data []byte
+}
+
+type milestoneKey struct {
+	goal, status, treeHash, commit string
+	attempts, lastTick, earlier    int
+}
+
+func keyOf(m *Milestone) milestoneKey {
+	k := milestoneKey{goal: m.Goal, status: m.Status, treeHash: m.TreeHash, commit: m.Commit, attempts: len(m.Attempts)}
+	if n := len(m.Attempts); n > 0 {
+		k.lastTick = m.Attempts[n-1].Tick
+	}
+	if m.Earlier != nil {
+		k.earlier = m.Earlier.Count
+	}
+	return k
+}
+
+// encodeCache keeps, per run, the encodings of its milestones that will not
+// change again.
+type encodeCache struct {
+	mu   sync.Mutex
+	runs map[string][]milestoneCache
+}
+
+// encode writes st as state.json: indented, the milestones last. The
+// milestones before the current one that are settled are encoded once and
+// kept in c, so a save costs the same at the thousandth milestone as at
+// the first: what grows is copied, not encoded again.
+func (c *encodeCache) encode(st *State) ([]byte, error) {
+	var encoded []milestoneCache
+	if c != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.runs == nil {
+			c.runs = map[string][]milestoneCache{}
+		}
+		encoded = c.runs[st.RunID]
+		defer func() { c.runs[st.RunID] = encoded }()
+	}
+	head, err := json.MarshalIndent(stateHead{State: st}, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	head = bytes.TrimSuffix(bytes.TrimRight(head, "\n"), []byte("}"))
+	head = bytes.TrimRight(head, " \n")
+	var b bytes.Buffer
+	b.Grow(len(head) + 64 + milestoneBytes(encoded, len(st.Milestones)))
+	b.Write(head)
+	b.WriteString(",\n  \"milestones\": [")
+	if len(encoded) > len(st.Milestones) {
+		encoded = encoded[:len(st.Milestones)]
+	}
+	for i := range st.Milestones {
+		m := &st.Milestones[i]
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("\n    ")
+		frozen := i < st.MilestoneIndex && m.settled()
+		if frozen && i < len(encoded) && encoded[i].data != nil && encoded[i].key == keyOf(m) {
+			b.Write(encoded[i].data)
+			continue
+		}
+		data, err := json.MarshalIndent(m, "    ", "  ")
+		if err != nil {
+			return nil, err
+		}
+		b.Write(data)
+		if frozen && c != nil {
+			for len(encoded) <= i {
+				encoded = append(encoded, milestoneCache{})
+			}
+			encoded[i] = milestoneCache{key: keyOf(m), data: data}
+		}
+	}
+	if len(st.Milestones) > 0 {
+		b.WriteString("\n  ")
+	}
+	b.WriteString("]\n}\n")
+	return b.Bytes(), nil
+}
+
+// milestoneBytes is the size of the cached milestone encodings, to size
+// the buffer once.
+func milestoneBytes(encoded []milestoneCache, milestones int) int {
+	n := 0
+	for _, c := range encoded {
+		n += len(c.data) + 8
+	}
+	return n + 256*max(milestones-len(encoded), 0)
+}

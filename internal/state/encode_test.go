@@ -1,0 +1,58 @@
+package state
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// What Save writes decodes to the state it was given, save after save,
+// while milestones settle, fold and change under the cache of their
+// encodings; and it is valid JSON with the milestones last.
+func TestSaveEncodingMatchesTheState(t *testing.T) {
+	s, err := Open(t.TempDir())
+	require.NoError(t, err)
+	st := &State{RunID: NewRunID(time.Now()), RunStatus: stopreasons.RunRunning, Phase: PhaseImplement}
+	for i := range 60 {
+		st.Milestones = append(st.Milestones, Milestone{Goal: fmt.Sprintf("goal %d", i), Status: MilestonePending})
+	}
+	require.NoError(t, s.Create(st))
+	check := func() {
+		t.Helper()
+		require.NoError(t, s.Save(st))
+		raw, err := s.ReadRunFile(st.RunID, "state.json")
+		require.NoError(t, err)
+		require.True(t, json.Valid(raw), "state.json is JSON")
+		var plain, cached any
+		want, err := json.Marshal(st)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(want, &plain))
+		require.NoError(t, json.Unmarshal(raw, &cached))
+		assert.Equal(t, plain, cached, "the cached encoding says what the state says")
+		got, err := s.Load(st.RunID)
+		require.NoError(t, err)
+		assert.Equal(t, st.Milestones, got.Milestones)
+	}
+	for i := range 50 {
+		m := &st.Milestones[i]
+		m.Status = MilestoneInProgress
+		m.Attempts = append(m.Attempts, Attempt{Tick: 3*i + 1, Outcome: OutcomeFailed, ErrorSignature: "sig"})
+		check()
+		m.Attempts = append(m.Attempts, Attempt{Tick: 3*i + 2, Outcome: OutcomeApproved})
+		m.Status, m.TreeHash, m.Commit = MilestoneApproved, fmt.Sprintf("hash%d", i), fmt.Sprintf("%040d", i)
+		st.MilestoneIndex = i + 1
+		check()
+	}
+	// A settled milestone that changes all the same is encoded anew.
+	st.Milestones[3].Goal = "another goal"
+	check()
+	assert.Empty(t, st.Milestones[3].Attempts, "folded: more than DetailedMilestones before the current one")
+	assert.Equal(t, 2, st.Milestones[3].Earlier.Count)
+	assert.NotEmpty(t, st.Milestones[45].Attempts, "kept: one of the last DetailedMilestones")
+}
