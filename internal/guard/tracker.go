@@ -7,12 +7,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // Tracker looks at a run's working tree after each agent call, against the
@@ -121,6 +123,9 @@ func (t *Tracker) writePrivate() error {
 			}
 			continue
 		}
+		if sameContent(f.path, f.data) {
+			continue // as written last time: no new file to make
+		}
 		tmp, err := os.CreateTemp(t.tmp, "new-")
 		if err != nil {
 			return err
@@ -138,6 +143,23 @@ func (t *Tracker) writePrivate() error {
 		}
 	}
 	return nil
+}
+
+// sameContent reports whether path is a regular file (not followed if a
+// symlink) holding exactly data.
+func sameContent(path string, data []byte) bool {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != int64(len(data)) {
+		return false
+	}
+	got := make([]byte, len(data)+1)
+	n, err := io.ReadFull(f, got)
+	return errors.Is(err, io.ErrUnexpectedEOF) && n == len(data) && bytes.Equal(got[:n], data)
 }
 
 // Look reads the working tree: one git status, and, when HEAD has moved

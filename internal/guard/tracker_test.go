@@ -299,3 +299,38 @@ func TestTrackerDelta(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(dir, "new.txt")))
 	assert.Equal(t, Delta{Deleted: []string{"new.txt"}}, look(t, tr, head, nil).Delta)
 }
+
+// TestTrackerPrivateFilesCannotBeTamperedWith: the private index and
+// exclude file lie where an agent can write; whatever it puts there (an
+// exclude rule hiding everything, a damaged index, a symlink), the next
+// look works from the start's own, and leaves an unchanged pair alone.
+func TestTrackerPrivateFilesCannotBeTamperedWith(t *testing.T) {
+	t.Parallel()
+	dir := snapRepo(t)
+	head := gitT(t, dir, "rev-parse", "HEAD")
+	_, tr := tracker(t, dir)
+	look(t, tr, head, nil)
+	idx, err := os.Stat(tr.index)
+	require.NoError(t, err)
+	look(t, tr, head, nil)
+	again, err := os.Stat(tr.index)
+	require.NoError(t, err)
+	assert.True(t, os.SameFile(idx, again), "an unchanged private index is not written anew")
+
+	writeFile(t, dir, "src/b.go", "package a\n")
+	require.NoError(t, os.WriteFile(tr.excludes, []byte("*\n"), 0o644))
+	assert.Equal(t, []string{"src/b.go"}, look(t, tr, head, nil).Changed, "an exclude rule planted between looks")
+
+	writeFile(t, dir, "src/c.go", "package a\n")
+	require.NoError(t, os.WriteFile(tr.index, []byte("DIRC garbage"), 0o644))
+	assert.Equal(t, []string{"src/b.go", "src/c.go"}, look(t, tr, head, nil).Changed, "a damaged private index")
+
+	outside := filepath.Join(t.TempDir(), "index")
+	require.NoError(t, os.WriteFile(outside, []byte("keep"), 0o644))
+	require.NoError(t, os.Remove(tr.index))
+	require.NoError(t, os.Symlink(outside, tr.index))
+	assert.Equal(t, []string{"src/b.go", "src/c.go"}, look(t, tr, head, nil).Changed, "a symlink in place of the index")
+	b, err := os.ReadFile(outside)
+	require.NoError(t, err)
+	assert.Equal(t, "keep", string(b), "the symlink's target is untouched")
+}

@@ -43,3 +43,23 @@ func TestOnStartGatesTheProgram(t *testing.T) {
 	assert.Equal(t, 3, res.ExitCode)
 	assert.Contains(t, string(res.Tail), strconv.Itoa(pid))
 }
+
+// `sh -c SCRIPT` behind the gate runs in the gate's own shell: the script
+// sees the same $0, arguments and line numbers as without the gate, and
+// fd 3 (the gate's pipe) is closed before it runs.
+func TestGatedShellScriptRunsAsWithoutTheGate(t *testing.T) {
+	script := `echo "0=$0 n=$# args=$*"; echo "fd3: $(ls /proc/self/fd/3 2>/dev/null || echo closed)"; nosuchcommand-xyz`
+	for _, argv := range [][]string{
+		{"sh", "-c", script},
+		{"sh", "-c", script, "name", "a b", "c"},
+	} {
+		plain, err := Run(context.Background(), Spec{Argv: argv})
+		require.NoError(t, err)
+		gated, err := Run(context.Background(), Spec{Argv: argv, OnStart: func(Proc) error { return nil }})
+		require.NoError(t, err)
+		assert.Equal(t, string(plain.Tail), string(gated.Tail), "argv %q", argv)
+		assert.Equal(t, plain.ExitCode, gated.ExitCode)
+		assert.Contains(t, string(gated.Tail), "fd3: closed")
+		assert.Contains(t, string(gated.Tail), ": 1: nosuchcommand-xyz", "the script's line numbers are its own")
+	}
+}

@@ -45,8 +45,28 @@ const pollInterval = 10 * time.Millisecond
 // unrecorded. Its cost is one exec of the shell.
 const (
 	gateShell  = "/bin/sh"
-	gateScript = `IFS= read -r _ <&3 || exit 125; exec 3<&-; exec "$@"`
+	gatePrefix = `IFS= read -r _ <&3 || exit 125; exec 3<&-; `
+	gateScript = gatePrefix + `exec "$@"`
 )
+
+// shellScript reports whether argv is `sh -c SCRIPT [NAME ARGS...]` run by
+// the gate's own shell (path is the same file as gateShell), and returns
+// SCRIPT. The script goes after the gate's prefix on its first line, so
+// the shell numbers its lines as it would have.
+func shellScript(path string, argv []string) (string, bool) {
+	if len(argv) < 3 || argv[1] != "-c" {
+		return "", false
+	}
+	a, err := os.Stat(path)
+	if err != nil {
+		return "", false
+	}
+	b, err := os.Stat(gateShell)
+	if err != nil || !os.SameFile(a, b) {
+		return "", false
+	}
+	return argv[2], true
+}
 
 // ErrNotFound is wrapped by Run when the program does not exist or cannot be
 // executed.
@@ -177,7 +197,14 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 		}
 		defer gateR.Close()
 		defer gateW.Close()
-		cmd = exec.CommandContext(stopCtx, gateShell, append([]string{"-c", gateScript, spec.Argv[0], path}, spec.Argv[1:]...)...)
+		if script, ok := shellScript(path, spec.Argv); ok {
+			// `sh -c SCRIPT`: the gate's own shell runs the script once
+			// past the gate, which spares an exec.
+			cmd = exec.CommandContext(stopCtx, gateShell, append([]string{"-c", gatePrefix + script}, spec.Argv[3:]...)...)
+			cmd.Args[0] = spec.Argv[0]
+		} else {
+			cmd = exec.CommandContext(stopCtx, gateShell, append([]string{"-c", gateScript, spec.Argv[0], path}, spec.Argv[1:]...)...)
+		}
 		cmd.ExtraFiles = []*os.File{gateR}
 	}
 	cmd.Dir = spec.Dir
