@@ -278,7 +278,9 @@ func TestKill9NeverCorruptsState(t *testing.T) {
 	os.WriteFile(filepath.Join(repo, ".gitignore"), []byte("calls.txt\n"), 0o644)
 	rng := testenv.Rand(t)
 	for i := 0; i < trials; i++ {
-		p := startRunr(t, repo, nil, "run", "--prompt", "loop", "--max-ticks", "100000", "--time", "10m", "--quiet", "--allow-dirty", "--",
+		// Only the kill ends the run: no rule may stop it first, however
+		// fast its ticks.
+		p := startRunr(t, repo, []string{"RUNR_STOP_CIRCUIT_BREAKER=0", "RUNR_STOP_NO_PROGRESS=0", "RUNR_STOP_NOOP=0"}, "run", "--prompt", "loop", "--max-ticks", "100000", "--time", "10m", "--quiet", "--allow-dirty", "--",
 			"fakeagent", "--do", "touch-count calls.txt; touch-count work.txt")
 		// Wait for the run to exist, then let it tick for a random while,
 		// reading state.json as it goes.
@@ -300,7 +302,7 @@ func TestKill9NeverCorruptsState(t *testing.T) {
 			require.GreaterOrEqual(t, tick, last, "trial %d: tick went backwards", i)
 			last = tick
 		}
-		require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL), "trial %d: runr ended before the kill\nstdout: %s\nstderr: %s", i, &p.stdout, &p.stderr)
 		<-p.done
 		tick := tickOf(t, dir)
 		require.GreaterOrEqual(t, tick, last, "trial %d: tick went backwards after SIGKILL", i)

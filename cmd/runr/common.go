@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/state"
@@ -20,11 +21,41 @@ func repoRoot() (string, error) {
 	if err != nil {
 		return "", stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "cannot read the working directory")
 	}
-	top, err := guard.TopLevel(context.Background(), wd)
+	top, err := topLevel(wd)
 	if err != nil {
 		return "", stopreasons.Errorf(stopreasons.EnvironmentInvalid, "%s is not inside a git repository: runr works on a git checkout (run 'git init' first, or cd into one)", wd)
 	}
 	return top, nil
+}
+
+// located remembers, per directory, where its repository is: a command
+// asks for the top level and the common dir more than once, and each ask
+// would be a git process.
+var located = struct {
+	sync.Mutex
+	dirs map[string][2]string
+}{dirs: map[string][2]string{}}
+
+func locate(dir string) (top, common string, ok bool) {
+	located.Lock()
+	defer located.Unlock()
+	if l, ok := located.dirs[dir]; ok {
+		return l[0], l[1], true
+	}
+	top, common, err := guard.Locate(context.Background(), dir)
+	if err != nil {
+		return "", "", false
+	}
+	located.dirs[dir] = [2]string{top, common}
+	return top, common, true
+}
+
+// topLevel is guard.TopLevel, remembered.
+func topLevel(dir string) (string, error) {
+	if top, _, ok := locate(dir); ok {
+		return top, nil
+	}
+	return guard.TopLevel(context.Background(), dir)
 }
 
 // openStore opens the run store: --home, else RUNR_HOME, else the git
@@ -52,7 +83,11 @@ func openStore(io *IOStreams, g *GlobalOptions, open func(string) (*state.Store,
 // defaultHome is the run store of the git repository containing dir, or
 // environment_invalid outside one.
 func defaultHome(dir string) (string, error) {
-	common, err := guard.CommonDir(context.Background(), dir)
+	_, common, ok := locate(dir)
+	var err error
+	if !ok {
+		common, err = guard.CommonDir(context.Background(), dir)
+	}
 	switch {
 	case errors.Is(err, guard.ErrGitMissing):
 		return "", stopreasons.Errorf(stopreasons.EnvironmentInvalid,

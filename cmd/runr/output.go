@@ -318,7 +318,7 @@ func printUncommitted(io *IOStreams, st *state.State, cfg *config.Config) {
 // working directory or elsewhere.
 func commitCommand(dir string) string {
 	if wd, err := os.Getwd(); err == nil {
-		if top, err := guard.TopLevel(context.Background(), wd); err == nil && top == dir {
+		if top, err := topLevel(wd); err == nil && top == dir {
 			return "git add -A && git commit"
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/runr-dev/runr/internal/worker"
@@ -209,14 +210,77 @@ func mayRunDrivers(args []string) bool {
 // or not), as absolute paths. While none of them changes, the overrides
 // stay right (a Tracker reuses them on that condition).
 func driverOverrides(ctx context.Context, dir string) (over [][2]string, sources []string, err error) {
+	drivers.Lock()
+	defer drivers.Unlock()
+	if c, ok := drivers.dirs[dir]; ok && c.fresh() {
+		return c.over, c.sources, nil
+	}
+	over, sources, read, err := readDriverOverrides(ctx, dir)
+	if err != nil || len(sources) == 0 {
+		// Without a file to watch, nothing would tell a later config
+		// from this one.
+		return over, sources, err
+	}
+	c := driverRead{over: over, sources: sources, excludesFile: read.excludesFile, hashes: map[string]string{}}
+	for _, f := range append(slices.Clone(sources), read.files...) {
+		c.hashes[f] = fileHash(f)
+	}
+	if drivers.dirs == nil {
+		drivers.dirs = map[string]driverRead{}
+	}
+	drivers.dirs[dir] = c
+	return over, sources, nil
+}
+
+// drivers remembers each directory's driver overrides with the content of
+// the files they came from: while none changed, they stay right, and the
+// git commands of one runr ask git's config once instead of once each.
+var drivers struct {
+	sync.Mutex
+	dirs map[string]driverRead
+}
+
+type driverRead struct {
+	over         [][2]string
+	sources      []string
+	excludesFile string
+	hashes       map[string]string // every file read, and the includes
+}
+
+// coreExcludesFile is core.excludesFile as git reads it in dir ("" unset),
+// from the config read driverOverrides keeps when it can.
+func coreExcludesFile(ctx context.Context, dir string) (string, error) {
+	if _, _, err := driverOverrides(ctx, dir); err == nil {
+		drivers.Lock()
+		c, ok := drivers.dirs[dir]
+		drivers.Unlock()
+		if ok {
+			return c.excludesFile, nil
+		}
+	}
+	return configValue(ctx, dir, "core.excludesFile")
+}
+
+func (c driverRead) fresh() bool {
+	for f, h := range c.hashes {
+		if fileHash(f) != h {
+			return false
+		}
+	}
+	return true
+}
+
+// readDriverOverrides is driverOverrides, read from git, with the value of
+// core.excludesFile in force and every config file read (of any scope).
+func readDriverOverrides(ctx context.Context, dir string) (over [][2]string, sources []string, c configRead, err error) {
 	out, err := gitCmd{dir: dir}.exec(ctx, []string{"config", "--list", "--show-scope", "--show-origin", "-z"})
 	if err != nil {
 		if exitCode(err) > 0 {
 			// No config at all, or outside a repository: the command
 			// itself reports what is wrong.
-			return nil, nil, nil
+			return nil, nil, c, nil
 		}
-		return nil, nil, fmt.Errorf("read the git config of %s: %w", dir, err)
+		return nil, nil, c, fmt.Errorf("read the git config of %s: %w", dir, err)
 	}
 	seen := map[string]bool{}
 	addSource := func(p string) {
@@ -230,6 +294,17 @@ func driverOverrides(ctx context.Context, dir string) (over [][2]string, sources
 	recs := strings.Split(string(out), "\x00")
 	for i := 0; i+2 < len(recs); i += 3 {
 		scope, origin, kv := recs[i], recs[i+1], recs[i+2]
+		if f, ok := strings.CutPrefix(origin, "file:"); ok {
+			if !filepath.IsAbs(f) {
+				f = filepath.Join(dir, f)
+			}
+			if !slices.Contains(c.files, f) {
+				c.files = append(c.files, f)
+			}
+		}
+		if key, value, _ := strings.Cut(kv, "\n"); key == "core.excludesfile" {
+			c.excludesFile = value // the last one read wins, as for git
+		}
 		if scope != "local" && scope != "worktree" {
 			continue
 		}
@@ -278,7 +353,13 @@ func driverOverrides(ctx context.Context, dir string) (over [][2]string, sources
 			over = append(over, [2]string{"filter." + name + ".required", "false"})
 		}
 	}
-	return over, sources, nil
+	return over, sources, c, nil
+}
+
+// configRead is what else a read of the config found.
+type configRead struct {
+	excludesFile string   // core.excludesFile, "" when unset
+	files        []string // every config file read, whatever its scope
 }
 
 // includePath resolves an include.path value as git does: "~/" is the home
@@ -333,6 +414,24 @@ func TopLevel(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("%s: %w (it is inside a .git directory or a bare repository): run runr from the working tree", dir, ErrNotRepository)
 	}
 	return filepath.FromSlash(top), nil
+}
+
+// Locate returns, from one git process, what TopLevel and CommonDir return
+// for dir. It fails where either would (outside a working tree, inside a
+// .git directory): then ask CommonDir alone.
+func Locate(ctx context.Context, dir string) (top, common string, err error) {
+	out, err := git(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir", "--show-toplevel")
+	if err != nil {
+		if exitCode(err) > 0 {
+			return "", "", fmt.Errorf("%s: %w: run runr inside a git checkout, or run `git init` there first", dir, ErrNotRepository)
+		}
+		return "", "", err
+	}
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(lines) != 2 || lines[0] == "" || lines[1] == "" {
+		return "", "", fmt.Errorf("%s: %w (it is inside a .git directory or a bare repository): run runr from the working tree", dir, ErrNotRepository)
+	}
+	return filepath.FromSlash(lines[1]), filepath.FromSlash(lines[0]), nil
 }
 
 // CommonDir returns the absolute git common dir of the repository that holds

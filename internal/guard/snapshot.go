@@ -455,7 +455,7 @@ func metaHash(p string, info fs.FileInfo) (string, error) {
 // its own directory.
 func startExcludes(ctx context.Context, top, infoExclude string) (string, error) {
 	var b strings.Builder
-	excludesFile, err := configValue(ctx, top, "core.excludesFile")
+	excludesFile, err := coreExcludesFile(ctx, top)
 	if err != nil {
 		return "", err
 	}
