@@ -126,7 +126,7 @@ func printDryRun(ios *IOStreams, plan *supervisor.Plan, cfg *config.Config, flag
 		row("config", "no runr.yaml: defaults, RUNR_* variables and flags")
 	}
 	if taskFile != "" {
-		row("task", "%s: %s", shownPath(filepath.Join(repo, taskFile)), plural(len(plan.Milestones), "milestone"))
+		row("task", "%s: %s", shownPath(repoPath(repo, taskFile)), plural(len(plan.Milestones), "milestone"))
 	} else {
 		row("task", "--prompt text: %s", plural(len(plan.Milestones), "milestone"))
 	}

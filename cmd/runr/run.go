@@ -142,7 +142,7 @@ func runRun(opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := config.Load(config.LoadOptions{RepoRoot: repo, ConfigFile: opts.Global.Config, Environ: io.Environ, Overrides: opts.Overrides, AgentKinds: agents.Kinds()})
+	cfg, err := config.Load(config.LoadOptions{RepoRoot: repo, ConfigFile: opts.Global.Config, Environ: io.Environ, Overrides: opts.Overrides, AgentKinds: agents.Kinds(), Show: shownPath})
 	if err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func runRun(opts *RunOptions) error {
 		return err
 	}
 	if supervisor.AllChecked(prompt) {
-		return nothingToDo(io, taskFile, opts.JSON)
+		return nothingToDo(io, repo, taskFile, opts.JSON)
 	}
 	if cfg.Agent.Kind == "command" && len(cfg.Agent.Command) == 0 {
 		// Like a missing task, nothing to run: no run is created.
@@ -202,10 +202,10 @@ func runRun(opts *RunOptions) error {
 
 // nothingToDo ends a run whose task has every checklist item checked
 // before anything is created (DESIGN §2): exit 0.
-func nothingToDo(io *IOStreams, taskFile string, asJSON bool) error {
+func nothingToDo(io *IOStreams, repo, taskFile string, asJSON bool) error {
 	source := "the task"
 	if taskFile != "" {
-		source = taskFile
+		source = shownPath(repoPath(repo, taskFile))
 	}
 	msg := fmt.Sprintf("nothing to do: every checklist item of %s is checked; no run was created", source)
 	if asJSON {
@@ -238,7 +238,7 @@ func readTask(repo string, opts *RunOptions, cfg *config.Config) (string, string
 	if err != nil {
 		return "", "", stopreasons.Wrap(stopreasons.UsageError, err, "task file %s", cfg.Task)
 	}
-	text, err := supervisor.ReadTask(abs, cfg.Task)
+	text, err := supervisor.ReadTask(abs, shownPath(abs))
 	if err != nil {
 		return "", "", err
 	}

@@ -287,12 +287,12 @@ func statusOne(opts *StatusOptions, store *state.Store) error {
 	if r := st.StopReason; r != nil && v.Reason != "" {
 		fmt.Fprintf(w, "  stopped: %s (exit %d) · %s\n", r.Code, stopreasons.ExitCode(r.Code), stopreasons.Visible(r.Message))
 	}
-	fmt.Fprintf(w, "  repo     %s\n", stopreasons.VisibleLine(st.Repo))
+	fmt.Fprintf(w, "  repo     %s\n", shownPath(st.Repo))
 	if st.Worktree != "" {
-		fmt.Fprintf(w, "  worktree %s\n  branch   %s\n", stopreasons.VisibleLine(st.Worktree), stopreasons.VisibleLine(st.Branch))
+		fmt.Fprintf(w, "  worktree %s\n  branch   %s\n", shownPath(st.Worktree), stopreasons.VisibleLine(st.Branch))
 	}
 	if st.Task.File != "" {
-		fmt.Fprintf(w, "  task     %s\n", stopreasons.VisibleLine(st.Task.File))
+		fmt.Fprintf(w, "  task     %s\n", shownPath(repoPath(st.Repo, st.Task.File)))
 	}
 	budget := time.Duration(st.Budget.TimeMS) * time.Millisecond
 	fmt.Fprintf(w, "  phase    %s · tick %d · iteration %d · elapsed %s of %s\n", st.Phase, st.Tick, st.Iteration,
