@@ -134,7 +134,9 @@ func TestWorktreeLeavesTheCheckoutAlone(t *testing.T) {
 			wt, _ := st["worktree"].(string)
 			assert.Equal(t, "runr/"+id, branch)
 			assert.Equal(t, filepath.Join(repo, ".git", "runr", "worktrees", id), wt)
-			assert.Contains(t, out, wt, "the summary names the worktree")
+			// Beneath the working directory (the repository): named relative to it.
+			shown := filepath.Join(".git", "runr", "worktrees", id)
+			assert.Contains(t, out, "worktree "+shown+" (branch "+branch+")", "the summary names the worktree")
 
 			log := gitOut(t, repo, env, "log", "--format=%an <%ae>|%s", "main.."+branch)
 			lines := strings.Split(log, "\n")
@@ -150,7 +152,7 @@ func TestWorktreeLeavesTheCheckoutAlone(t *testing.T) {
 			status.Dir, status.Env = repo, env
 			sout, err := status.CombinedOutput()
 			require.NoError(t, err, "%s", sout)
-			assert.Contains(t, string(sout), wt)
+			assert.Contains(t, string(sout), "worktree "+shown+"\n")
 			assert.Contains(t, string(sout), branch)
 		})
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -123,8 +124,13 @@ func doctorEnv(opts *DoctorOptions) error {
 			if !c.OK {
 				mark = p.Red("FAIL")
 			}
-			// A detail may quote a program's output (its version line).
-			opts.IO.Out.Write([]byte(mark + " " + c.Name + ": " + stopreasons.Visible(c.Detail) + "\n"))
+			// A detail may quote a program's output (its version line);
+			// one that is a path is named as every message names one.
+			detail := stopreasons.Visible(c.Detail)
+			if filepath.IsAbs(c.Detail) {
+				detail = shownPath(c.Detail)
+			}
+			opts.IO.Out.Write([]byte(mark + " " + c.Name + ": " + detail + "\n"))
 		}
 		if verdict == stopreasons.Complete {
 			opts.IO.Out.Write([]byte(p.Green("All checks passed.") + "\n"))

@@ -2,9 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -85,21 +82,4 @@ func initRun(opts *InitOptions) error {
 	fmt.Fprintf(w, "  $ runr run --dry-run\n")
 	fmt.Fprintf(w, "  $ runr run\n")
 	return nil
-}
-
-// shownPath names path relative to the working directory when it lies
-// beneath it, else absolute.
-func shownPath(path string) string {
-	wd, err := os.Getwd()
-	if err != nil {
-		return path
-	}
-	if real, err := filepath.EvalSymlinks(wd); err == nil {
-		wd = real
-	}
-	rel, err := filepath.Rel(wd, path)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return path
-	}
-	return rel
 }

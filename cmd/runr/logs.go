@@ -171,7 +171,7 @@ func rawLog(ios *IOStreams, runDir, id string, tick int) error {
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
-		return stopreasons.Wrap(stopreasons.StateCorrupt, err, "open %s", path)
+		return stopreasons.Wrap(stopreasons.StateCorrupt, err, "open %s", shownPath(path))
 	}
 	defer f.Close()
 	if !ios.OutTTY {
@@ -202,7 +202,7 @@ func tickLog(runDir, id string, tick int) (string, error) {
 	dir := filepath.Join(runDir, "logs")
 	entries, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", stopreasons.Wrap(stopreasons.StateCorrupt, err, "read %s", dir)
+		return "", stopreasons.Wrap(stopreasons.StateCorrupt, err, "read %s", shownPath(dir))
 	}
 	var names []string
 	for _, e := range entries {

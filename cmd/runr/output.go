@@ -273,7 +273,7 @@ func printSummary(io *IOStreams, store *state.Store, st *state.State, cfg *confi
 	}
 	fmt.Fprintln(w)
 	if st.Branch != "" {
-		fmt.Fprintf(w, "  worktree %s (branch %s)\n", stopreasons.VisibleLine(st.Worktree), stopreasons.VisibleLine(st.Branch))
+		fmt.Fprintf(w, "  worktree %s (branch %s)\n", shownPath(st.Worktree), stopreasons.VisibleLine(st.Branch))
 	}
 	if err == nil {
 		for _, a := range rep.NextActions {
@@ -310,7 +310,7 @@ func printUncommitted(io *IOStreams, st *state.State, cfg *config.Config) {
 		return
 	}
 	w := io.Out
-	fmt.Fprintf(w, "  the changes (%s) are left uncommitted in %s (checkpoint.commit is off); review and commit them:\n", plural(n, "file"), stopreasons.VisibleLine(dir))
+	fmt.Fprintf(w, "  the changes (%s) are left uncommitted in %s (checkpoint.commit is off); review and commit them:\n", plural(n, "file"), shownPath(dir))
 	fmt.Fprintf(w, "  $ %s\n", commitCommand(dir))
 }
 

@@ -247,7 +247,7 @@ func printPrune(opts *PruneOptions, results []pruneResult, removed, kept, failed
 			var notes []string
 			if r.Worktree != "" {
 				if opts.DryRun {
-					notes = append(notes, "worktree "+stopreasons.VisibleLine(r.Worktree))
+					notes = append(notes, "worktree "+shownPath(r.Worktree))
 				} else {
 					notes = append(notes, "worktree removed")
 				}

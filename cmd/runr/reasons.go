@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
@@ -82,11 +81,7 @@ func reasonsRun(opts *ReasonsOptions) error {
 		}
 		if !ok {
 			msg := fmt.Sprintf("no stop reason %q", opts.Code)
-			var codes []string
-			for _, r := range stopreasons.All() {
-				codes = append(codes, string(r.Code))
-			}
-			if near := config.Closest(opts.Code, codes, 3); len(near) > 0 {
+			if near := closestCodes(opts.Code); len(near) > 0 {
 				msg += "; did you mean " + strings.Join(near, ", ") + "?"
 			}
 			return stopreasons.Errorf(stopreasons.UsageError, "%s (run 'runr reasons' for the list)", msg)

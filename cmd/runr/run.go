@@ -22,7 +22,9 @@ type RunOptions struct {
 	Global   *GlobalOptions
 	RepoRoot func() (string, error)
 	Store    func() (*state.Store, error)
-	Version  string
+	// StoreRead opens the store for reading only: a dry run creates nothing.
+	StoreRead func() (*state.Store, error)
+	Version   string
 
 	Task, Prompt string
 	// Overrides are the settings given by flags (--task, --time, ..., and
@@ -32,6 +34,7 @@ type RunOptions struct {
 	Flags       state.Flags
 	JSON, Quiet bool
 	AutoResume  bool // continue after an auto-resumable stop
+	DryRun      bool // make the checks, print the plan, create nothing
 }
 
 // configFlags map `runr run` flags to config keys; their values are
@@ -56,7 +59,7 @@ var configFlags = []struct {
 // NewCmdRun builds `runr run`; runF, when a test passes one, gets the parsed
 // options instead of runRun.
 func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
-	opts := &RunOptions{IO: f.IO, Global: f.Global, RepoRoot: f.RepoRoot, Store: f.Store, Version: f.Version}
+	opts := &RunOptions{IO: f.IO, Global: f.Global, RepoRoot: f.RepoRoot, Store: f.Store, StoreRead: f.StoreRead, Version: f.Version}
 	values := map[string]*string{}
 	lists := map[string]*[]string{}
 	cmd := &cobra.Command{
@@ -68,10 +71,14 @@ flags, in rising precedence. An argv after -- runs that program as the agent
 (agent.kind command), with the prompt on stdin or substituted for {prompt}
 or {prompt_file}.
 
-The exit code says why the run stopped: see 'runr reasons'.`,
+The exit code says why the run stopped: see 'runr reasons'. With --dry-run,
+runr makes every check a run makes before its first tick, prints the plan
+(milestones, agent, verify, scope, budgets, stop rules) and creates nothing;
+it exits 0, or with the code the run would stop with.`,
 		Example: `  runr run --time 30m
   runr run --task TASK.md --verify 'go test ./...' -- ./my-agent.sh
-  runr run --agent claude --task TASK.md --verify 'go test ./...' --max-cost 5`,
+  runr run --agent claude --task TASK.md --verify 'go test ./...' --max-cost 5
+  runr run --dry-run`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 				if dash > 0 {
@@ -124,6 +131,7 @@ The exit code says why the run stopped: see 'runr reasons'.`,
 	fl.BoolVar(&opts.Flags.Worktree, "worktree", false, "work in a new git worktree on branch runr/<id>")
 	fl.BoolVar(&opts.JSON, "json", false, "print one JSON summary object on stdout at the end")
 	fl.BoolVar(&opts.Quiet, "quiet", false, "no progress output, only the summary")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "make the checks before the first tick and print the plan; create no run, call no agent")
 	fl.BoolVar(&opts.AutoResume, "auto-resume", false, "after a transient stop (stalled, worker_timeout, worker_rate_limited, terminated) wait and continue")
 	return cmd
 }
@@ -134,7 +142,7 @@ func runRun(opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := config.Load(config.LoadOptions{RepoRoot: repo, ConfigFile: opts.Global.Config, Environ: io.Environ, Overrides: opts.Overrides, AgentKinds: agents.Kinds()})
+	cfg, err := config.Load(config.LoadOptions{RepoRoot: repo, ConfigFile: opts.Global.Config, Environ: io.Environ, Overrides: opts.Overrides, AgentKinds: agents.Kinds(), Show: shownPath})
 	if err != nil {
 		return err
 	}
@@ -143,7 +151,7 @@ func runRun(opts *RunOptions) error {
 		return err
 	}
 	if supervisor.AllChecked(prompt) {
-		return nothingToDo(io, taskFile, opts.JSON)
+		return nothingToDo(io, repo, taskFile, opts.JSON)
 	}
 	if cfg.Agent.Kind == "command" && len(cfg.Agent.Command) == 0 {
 		// Like a missing task, nothing to run: no run is created.
@@ -153,6 +161,13 @@ func runRun(opts *RunOptions) error {
 		return err
 	}
 	warnConfig(io, cfg)
+	if opts.DryRun {
+		store, err := opts.StoreRead()
+		if err != nil {
+			return err
+		}
+		return dryRun(opts, cfg, store, repo, taskFile, prompt)
+	}
 	store, err := opts.Store()
 	if err != nil {
 		return err
@@ -187,10 +202,10 @@ func runRun(opts *RunOptions) error {
 
 // nothingToDo ends a run whose task has every checklist item checked
 // before anything is created (DESIGN §2): exit 0.
-func nothingToDo(io *IOStreams, taskFile string, asJSON bool) error {
+func nothingToDo(io *IOStreams, repo, taskFile string, asJSON bool) error {
 	source := "the task"
 	if taskFile != "" {
-		source = taskFile
+		source = shownPath(repoPath(repo, taskFile))
 	}
 	msg := fmt.Sprintf("nothing to do: every checklist item of %s is checked; no run was created", source)
 	if asJSON {
@@ -223,7 +238,7 @@ func readTask(repo string, opts *RunOptions, cfg *config.Config) (string, string
 	if err != nil {
 		return "", "", stopreasons.Wrap(stopreasons.UsageError, err, "task file %s", cfg.Task)
 	}
-	text, err := supervisor.ReadTask(abs, cfg.Task)
+	text, err := supervisor.ReadTask(abs, shownPath(abs))
 	if err != nil {
 		return "", "", err
 	}

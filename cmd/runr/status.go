@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
@@ -20,12 +22,21 @@ type StatusOptions struct {
 	Store func() (*state.Store, error)
 	Ref   string
 	JSON  bool
+
+	// Filters of the list; combinable.
+	Active bool             // live runs only
+	Last   int              // the N newest of the runs left by the others; 0: all
+	Reason stopreasons.Code // runs stopped with this reason
 }
+
+// filtered says whether a filter of the list was given.
+func (o *StatusOptions) filtered() bool { return o.Active || o.Last > 0 || o.Reason != "" }
 
 // NewCmdStatus builds `runr status`; runF, when a test passes one, gets the
 // parsed options instead of statusRun.
 func NewCmdStatus(f *Factory, runF func(*StatusOptions) error) *cobra.Command {
 	opts := &StatusOptions{IO: f.IO, Store: f.StoreRead}
+	var reason string
 	cmd := &cobra.Command{
 		Use:   "status [<id>|latest]",
 		Short: "Show runs at a glance, or one run in detail",
@@ -33,9 +44,27 @@ func NewCmdStatus(f *Factory, runF func(*StatusOptions) error) *cobra.Command {
 exit code, ticks, milestones approved, elapsed time, start, status. A run whose state
 says running but whose runr process is gone is shown as crashed.
 With a run id (or latest), show that run in detail, with how close each stop
-rule is to firing.`,
+rule is to firing.
+
+--active lists only live runs, --reason CODE only the runs that stopped with
+that reason, --last N only the N newest of those; they combine.`,
+		Example: `  runr status --active
+  runr status --reason verification_failed --last 5 --json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Lookup("last").Changed && opts.Last < 1 {
+				return stopreasons.Errorf(stopreasons.UsageError, "--last %d: give a number of runs, 1 or more", opts.Last)
+			}
+			if reason != "" {
+				code, err := reasonCode(reason)
+				if err != nil {
+					return err
+				}
+				opts.Reason = code
+			}
+			if len(args) == 1 && opts.filtered() {
+				return stopreasons.Errorf(stopreasons.UsageError, "--active, --last and --reason filter the list of runs: give them without a run id")
+			}
 			if len(args) == 1 {
 				// `runr status ''` is a mistake, not a request for the list.
 				if err := state.CheckRef(args[0]); err != nil {
@@ -49,8 +78,34 @@ rule is to firing.`,
 			return statusRun(opts)
 		},
 	}
-	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
+	fl := cmd.Flags()
+	fl.BoolVar(&opts.JSON, "json", false, "print JSON")
+	fl.BoolVar(&opts.Active, "active", false, "only the live runs")
+	fl.IntVar(&opts.Last, "last", 0, "only the N newest runs (after the other filters)")
+	fl.StringVar(&reason, "reason", "", "only the runs stopped with this reason code (see runr reasons)")
 	return cmd
+}
+
+// reasonCode is a stop reason code given on the command line; an unknown one
+// is a usage error naming the codes it looks like, or where to find them.
+func reasonCode(s string) (stopreasons.Code, error) {
+	if _, ok := stopreasons.Lookup(stopreasons.Code(s)); ok {
+		return stopreasons.Code(s), nil
+	}
+	msg := fmt.Sprintf("--reason %q is no stop reason", stopreasons.VisibleLine(s))
+	if near := closestCodes(s); len(near) > 0 {
+		msg += "; did you mean " + strings.Join(near, ", ") + "?"
+	}
+	return "", stopreasons.Errorf(stopreasons.UsageError, "%s (run 'runr reasons' for the list)", msg)
+}
+
+// closestCodes are up to three stop reason codes s looks like.
+func closestCodes(s string) []string {
+	var codes []string
+	for _, r := range stopreasons.All() {
+		codes = append(codes, string(r.Code))
+	}
+	return config.Closest(s, codes, 3)
 }
 
 // runView is one run as status shows it.
@@ -123,20 +178,16 @@ func statusRun(opts *StatusOptions) error {
 	if err != nil {
 		return err
 	}
-	views := make([]runView, 0, len(ids))
-	for _, id := range ids {
-		sum, err := store.Summary(id)
-		if err != nil {
-			views = append(views, runView{RunID: id, Status: "unreadable", Error: err.Error()})
-			continue
-		}
-		views = append(views, summaryView(store, sum))
-	}
+	views := listViews(store, ids, opts)
 	if opts.JSON {
 		return writeJSON(opts.IO.Out, views)
 	}
 	if len(views) == 0 {
-		fmt.Fprintln(opts.IO.Out, "No runs yet. Start one with: runr run --task TASK.md -- AGENT...")
+		if opts.filtered() {
+			fmt.Fprintln(opts.IO.Out, "No run matches.")
+		} else {
+			fmt.Fprintln(opts.IO.Out, "No runs yet. Start one with: runr run --task TASK.md -- AGENT...")
+		}
 		return nil
 	}
 	p := opts.IO.OutPainter()
@@ -163,6 +214,39 @@ func statusRun(opts *StatusOptions) error {
 		return err
 	}
 	return out.Flush()
+}
+
+// listViews reads the runs ids (oldest first) that the filters of opts
+// keep, oldest first. With --last it reads from the newest back and stops
+// once it has N; with --active it reads the summary of a live run only.
+func listViews(store *state.Store, ids []string, opts *StatusOptions) []runView {
+	var views []runView
+	for i := len(ids) - 1; i >= 0; i-- {
+		if opts.Last > 0 && len(views) == opts.Last {
+			break
+		}
+		id := ids[i]
+		if opts.Active {
+			if live, _, err := store.Locked(id); err != nil || !live {
+				continue
+			}
+		}
+		var v runView
+		if sum, err := store.Summary(id); err != nil {
+			v = runView{RunID: id, Status: "unreadable", Error: err.Error()}
+		} else {
+			v = summaryView(store, sum)
+		}
+		if opts.Active && v.Status != stopreasons.RunRunning || opts.Reason != "" && v.Reason != string(opts.Reason) {
+			continue
+		}
+		views = append(views, v)
+	}
+	slices.Reverse(views)
+	if views == nil {
+		views = []runView{}
+	}
+	return views
 }
 
 func statusPaint(p Painter, status string) string {
@@ -203,12 +287,12 @@ func statusOne(opts *StatusOptions, store *state.Store) error {
 	if r := st.StopReason; r != nil && v.Reason != "" {
 		fmt.Fprintf(w, "  stopped: %s (exit %d) · %s\n", r.Code, stopreasons.ExitCode(r.Code), stopreasons.Visible(r.Message))
 	}
-	fmt.Fprintf(w, "  repo     %s\n", stopreasons.VisibleLine(st.Repo))
+	fmt.Fprintf(w, "  repo     %s\n", shownPath(st.Repo))
 	if st.Worktree != "" {
-		fmt.Fprintf(w, "  worktree %s\n  branch   %s\n", stopreasons.VisibleLine(st.Worktree), stopreasons.VisibleLine(st.Branch))
+		fmt.Fprintf(w, "  worktree %s\n  branch   %s\n", shownPath(st.Worktree), stopreasons.VisibleLine(st.Branch))
 	}
 	if st.Task.File != "" {
-		fmt.Fprintf(w, "  task     %s\n", stopreasons.VisibleLine(st.Task.File))
+		fmt.Fprintf(w, "  task     %s\n", shownPath(repoPath(st.Repo, st.Task.File)))
 	}
 	budget := time.Duration(st.Budget.TimeMS) * time.Millisecond
 	fmt.Fprintf(w, "  phase    %s · tick %d · iteration %d · elapsed %s of %s\n", st.Phase, st.Tick, st.Iteration,

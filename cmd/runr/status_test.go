@@ -167,3 +167,57 @@ func TestStatusOfALongRunCountsEveryAttempt(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, state.MaxAttempts, strings.Count(string(data), `"outcome"`), "state.json lists the last attempts")
 }
+
+// The filters keep the runs a plain filter of the whole list keeps, in the
+// same order: --reason by the stop's code, --last the newest of those,
+// --active none of a store without a live run (crashed runs are not live).
+func TestStatusFilters(t *testing.T) {
+	store, all := statusStore(t, 100)
+	list := func(o StatusOptions) []runView {
+		io, _, _ := testStreams()
+		var b strings.Builder
+		io.Out = &b
+		o.IO, o.Store, o.JSON = io, func() (*state.Store, error) { return store, nil }, true
+		require.NoError(t, statusRun(&o))
+		var got []runView
+		require.NoError(t, json.Unmarshal([]byte(b.String()), &got))
+		return got
+	}
+	ids := func(vs []runView) []string {
+		var out []string
+		for _, v := range vs {
+			out = append(out, v.RunID)
+		}
+		return out
+	}
+	var failed []runView
+	for _, v := range all {
+		if v.Reason == string(stopreasons.VerificationFailed) {
+			failed = append(failed, v)
+		}
+	}
+	require.Greater(t, len(failed), 5)
+
+	assert.Equal(t, ids(failed), ids(list(StatusOptions{Reason: stopreasons.VerificationFailed})))
+	assert.Equal(t, ids(failed[len(failed)-5:]), ids(list(StatusOptions{Reason: stopreasons.VerificationFailed, Last: 5})))
+	assert.Equal(t, ids(all[len(all)-3:]), ids(list(StatusOptions{Last: 3})))
+	assert.Empty(t, list(StatusOptions{Active: true}))
+	assert.Empty(t, list(StatusOptions{Reason: stopreasons.Timeout}))
+}
+
+func TestNewCmdStatusParsesFilters(t *testing.T) {
+	var got *StatusOptions
+	cmd := NewCmdStatus(testFactory(), func(o *StatusOptions) error { got = o; return nil })
+	require.NoError(t, execute(t, cmd, "--active", "--last", "4", "--reason", "max_ticks", "--json"))
+	assert.True(t, got.Active)
+	assert.Equal(t, 4, got.Last)
+	assert.Equal(t, stopreasons.MaxTicks, got.Reason)
+	assert.True(t, got.JSON)
+
+	for _, args := range [][]string{{"--reason", "max_tick"}, {"--last", "0"}, {"latest", "--last", "2"}} {
+		err := execute(t, NewCmdStatus(testFactory(), func(*StatusOptions) error { return nil }), args...)
+		assert.Equal(t, stopreasons.UsageError, stopreasons.CodeOf(err), "%v", args)
+	}
+	err := execute(t, NewCmdStatus(testFactory(), func(*StatusOptions) error { return nil }), "--reason", "max_tick")
+	assert.ErrorContains(t, err, "did you mean max_ticks")
+}

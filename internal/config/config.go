@@ -115,6 +115,9 @@ type LoadOptions struct {
 	// lists them (agents.Kinds()). The adapters own that list; without it
 	// any kind loads, and only the adapter lookup refuses an unknown one.
 	AgentKinds []string
+	// Show names the config file in messages; nil: relative to RepoRoot
+	// when it lies inside.
+	Show func(path string) string
 }
 
 // Load resolves the configuration. RUNR_* variables that name no key are
@@ -135,7 +138,11 @@ func Load(opts LoadOptions) (*Config, error) {
 		return nil, err
 	}
 	if path != "" {
-		set, err := readFile(path, shownName(path, opts.RepoRoot))
+		shown := shownName(path, opts.RepoRoot)
+		if opts.Show != nil {
+			shown = opts.Show(path)
+		}
+		set, err := readFile(path, shown)
 		if err != nil {
 			return nil, err
 		}

@@ -136,22 +136,8 @@ func (s *Supervisor) State() *state.State { return s.st }
 func (s *Supervisor) Start(ctx context.Context) (*state.State, error) {
 	now := s.o.Now().UTC()
 	id := state.NewRunID(now)
-	milestones := Milestones(s.o.Prompt)
-	st := &state.State{
-		SchemaVersion: state.SchemaVersion,
-		RunID:         id,
-		RunStatus:     stopreasons.RunRunning,
-		Phase:         state.PhaseImplement,
-		Repo:          s.o.Repo,
-		Task:          state.Task{File: s.o.TaskFile, Prompt: s.o.Prompt},
-		CreatedAt:     now,
-		Budget:        budgetOf(s.cfg),
-		Milestones:    milestones,
-		Counters:      state.Counters{Edges: map[string]int{}},
-		Flags:         s.o.Flags,
-		Resumable:     true,
-	}
-	st.Statistics = statistics(st)
+	st := s.newState(id, now)
+	milestones := st.Milestones
 	if err := s.store.CreateRun(st, s.cfg.Raw); err != nil {
 		return nil, err
 	}
@@ -170,6 +156,26 @@ func (s *Supervisor) Start(ctx context.Context) (*state.State, error) {
 		return s.finish(stop)
 	}
 	return s.loop(ctx)
+}
+
+// newState is the state of a new run with id, before anything is written.
+func (s *Supervisor) newState(id string, now time.Time) *state.State {
+	st := &state.State{
+		SchemaVersion: state.SchemaVersion,
+		RunID:         id,
+		RunStatus:     stopreasons.RunRunning,
+		Phase:         state.PhaseImplement,
+		Repo:          s.o.Repo,
+		Task:          state.Task{File: s.o.TaskFile, Prompt: s.o.Prompt},
+		CreatedAt:     now,
+		Budget:        budgetOf(s.cfg),
+		Milestones:    Milestones(s.o.Prompt),
+		Counters:      state.Counters{Edges: map[string]int{}},
+		Flags:         s.o.Flags,
+		Resumable:     true,
+	}
+	st.Statistics = statistics(st)
+	return st
 }
 
 // Continue works on an existing run (a resume) until it stops. st must be
@@ -309,30 +315,14 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 	}
 	s.startAgentVersion(ctx)
 	st := s.st
-	ignore := []string{s.o.TaskFile}
-	if s.cfg.File != "" {
-		if rel, err := filepath.Rel(s.o.Repo, s.cfg.File); err == nil && !strings.HasPrefix(rel, "..") {
-			ignore = append(ignore, rel)
-		}
-	}
 	// In the user's checkout, the dirty check's status is the baseline's.
 	var base guard.Baseline
 	if !st.Flags.Worktree {
-		changes, err := guard.Changes(ctx, s.o.Repo)
-		if err != nil {
-			return internalStop(err)
+		changes, _, sp := s.checkDirty(ctx)
+		if sp != nil {
+			return sp
 		}
-		var dirty []string
-		for _, p := range guard.Paths(changes) {
-			if !slices.Contains(ignore, p) {
-				dirty = append(dirty, p)
-			}
-		}
-		if len(dirty) > 0 && !st.Flags.AllowDirty {
-			return &stop{Stop: stopreasons.Stop{Code: stopreasons.DirtyWorktree, Condition: "allow_dirty",
-				Message: fmt.Sprintf("%d uncommitted change(s) before the run", len(dirty)),
-				Details: &stopreasons.StopDetails{Files: dirty}}}
-		}
+		var err error
 		if base, err = guard.BaselineOf(ctx, s.o.Repo, changes); err != nil {
 			return internalStop(err)
 		}
@@ -391,6 +381,35 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 	return nil
 }
 
+// checkDirty reads the user's checkout and refuses uncommitted changes
+// before the run, unless --allow-dirty; the task file and the config file
+// do not count. It returns the status (the baseline's) and the changes that
+// count.
+func (s *Supervisor) checkDirty(ctx context.Context) ([]guard.Change, []string, *stop) {
+	ignore := []string{s.o.TaskFile}
+	if s.cfg.File != "" {
+		if rel, err := filepath.Rel(s.o.Repo, s.cfg.File); err == nil && !strings.HasPrefix(rel, "..") {
+			ignore = append(ignore, rel)
+		}
+	}
+	changes, err := guard.Changes(ctx, s.o.Repo)
+	if err != nil {
+		return nil, nil, internalStop(err)
+	}
+	var dirty []string
+	for _, p := range guard.Paths(changes) {
+		if !slices.Contains(ignore, p) {
+			dirty = append(dirty, p)
+		}
+	}
+	if len(dirty) > 0 && !s.st.Flags.AllowDirty {
+		return nil, dirty, &stop{Stop: stopreasons.Stop{Code: stopreasons.DirtyWorktree, Condition: "allow_dirty",
+			Message: fmt.Sprintf("%d uncommitted change(s) before the run", len(dirty)),
+			Details: &stopreasons.StopDetails{Files: dirty}}}
+	}
+	return changes, dirty, nil
+}
+
 // ensureWorktree creates the run's worktree, or takes the one an earlier
 // preflight of the run created before it stopped.
 func (s *Supervisor) ensureWorktree(ctx context.Context) *stop {
@@ -417,25 +436,44 @@ func (s *Supervisor) ensureWorktree(ctx context.Context) *stop {
 // verify command starts when it is a plain name (a shell construct is left
 // to the shell). Found only at verify, it would cost agent calls first.
 func (s *Supervisor) checkPrograms() *stop {
+	_, sp := s.findPrograms()
+	return sp
+}
+
+// FoundProgram is a program of the run's commands as found before the run.
+type FoundProgram struct {
+	Key     string `json:"key"`     // "verify.commands[0]", "custom_script"
+	Program string `json:"program"` // as written
+	Path    string `json:"path"`    // as found
+}
+
+// findPrograms is checkPrograms, returning what it found.
+func (s *Supervisor) findPrograms() ([]FoundProgram, *stop) {
+	var found []FoundProgram
 	r := s.cfg.Stop
 	for _, prog := range stopconditions.ScriptPrograms(r.Success, r.Failure, r.Conditions) {
-		if _, err := lookProgram(prog, s.dir, s.o.Environ); err != nil {
-			return &stop{Stop: stopreasons.Stop{Code: stopreasons.ConfigInvalid, Condition: "custom_script",
+		path, err := lookProgram(prog, s.dir, s.o.Environ)
+		if err != nil {
+			return found, &stop{Stop: stopreasons.Stop{Code: stopreasons.ConfigInvalid, Condition: "custom_script",
 				Message: fmt.Sprintf("custom_script %q cannot be run from %s: %v (fix the script path in runr.yaml, or make the file executable)", prog, s.dir, err)}}
 		}
+		found = append(found, FoundProgram{Key: "custom_script", Program: prog, Path: path})
 	}
 	for i, cmd := range s.cfg.Verify.Commands {
 		prog := doctor.CommandProgram(cmd)
 		if prog == "" {
 			continue
 		}
-		if _, err := lookProgram(prog, s.dir, s.o.Environ); err != nil {
-			return &stop{Stop: stopreasons.Stop{Code: stopreasons.ConfigInvalid, Condition: "verify.commands",
-				Message: fmt.Sprintf("verify.commands[%d] %q: program %q cannot be run from %s: %v (install it, or fix verify.commands in runr.yaml)", i, cmd, prog, s.dir, err),
+		key := fmt.Sprintf("verify.commands[%d]", i)
+		path, err := lookProgram(prog, s.dir, s.o.Environ)
+		if err != nil {
+			return found, &stop{Stop: stopreasons.Stop{Code: stopreasons.ConfigInvalid, Condition: "verify.commands",
+				Message: fmt.Sprintf("%s %q: program %q cannot be run from %s: %v (install it, or fix verify.commands in runr.yaml)", key, cmd, prog, s.dir, err),
 				Details: &stopreasons.StopDetails{Command: cmd}}}
 		}
+		found = append(found, FoundProgram{Key: key, Program: prog, Path: path})
 	}
-	return nil
+	return found, nil
 }
 
 // prepareAgent finds the adapter and the agent program, and refuses what
@@ -481,33 +519,44 @@ func lookProgram(prog, dir string, env []string) (string, error) {
 // claim records the run's scope claim, refusing to overlap a live run on
 // the same checkout unless --force-parallel.
 func (s *Supervisor) claim(ctx context.Context) *stop {
-	st := s.st
-	checkout := s.dir
-	if !st.Flags.ForceParallel {
-		claims, err := s.store.Claims()
-		if err != nil {
-			return internalStop(err)
-		}
-		for _, c := range claims {
-			if c.RunID == st.RunID || c.Checkout != checkout {
-				continue
-			}
-			if live, _, _ := s.store.Locked(c.RunID); !live {
-				continue // a stale claim of a dead run
-			}
-			if guard.Overlap(c.Allow, s.cfg.Scope.Allow) {
-				scope := c.Allow
-				if len(scope) == 0 {
-					scope = []string{"the whole checkout"}
-				}
-				return &stop{Stop: stopreasons.Stop{Code: stopreasons.FileCollision, Condition: "force_parallel",
-					Message: fmt.Sprintf("run %s is live on this checkout with an overlapping scope", c.RunID),
-					Details: &stopreasons.StopDetails{Other: c.RunID, Files: scope}}}
-			}
-		}
+	if sp := s.checkCollision(); sp != nil {
+		return sp
 	}
-	if err := s.store.WriteClaim(state.Claim{RunID: st.RunID, Checkout: checkout, Allow: s.cfg.Scope.Allow, PID: os.Getpid(), CreatedAt: s.o.Now().UTC()}); err != nil {
+	st := s.st
+	if err := s.store.WriteClaim(state.Claim{RunID: st.RunID, Checkout: s.dir, Allow: s.cfg.Scope.Allow, PID: os.Getpid(), CreatedAt: s.o.Now().UTC()}); err != nil {
 		return internalStop(err)
+	}
+	return nil
+}
+
+// checkCollision refuses a scope that overlaps the claim of a live run on
+// the same checkout (s.dir), unless --force-parallel. It only reads the
+// store.
+func (s *Supervisor) checkCollision() *stop {
+	st := s.st
+	if st.Flags.ForceParallel {
+		return nil
+	}
+	claims, err := s.store.Claims()
+	if err != nil {
+		return internalStop(err)
+	}
+	for _, c := range claims {
+		if c.RunID == st.RunID || c.Checkout != s.dir {
+			continue
+		}
+		if live, _, _ := s.store.Locked(c.RunID); !live {
+			continue // a stale claim of a dead run
+		}
+		if guard.Overlap(c.Allow, s.cfg.Scope.Allow) {
+			scope := c.Allow
+			if len(scope) == 0 {
+				scope = []string{"the whole checkout"}
+			}
+			return &stop{Stop: stopreasons.Stop{Code: stopreasons.FileCollision, Condition: "force_parallel",
+				Message: fmt.Sprintf("run %s is live on this checkout with an overlapping scope", c.RunID),
+				Details: &stopreasons.StopDetails{Other: c.RunID, Files: scope}}}
+		}
 	}
 	return nil
 }

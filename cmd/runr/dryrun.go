@@ -1,0 +1,300 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/state"
+	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/supervisor"
+)
+
+// dryRun makes the checks a run makes before its first tick and prints the
+// plan, creating nothing (supervisor.DryRun). A check that fails makes it
+// exit with the code the run would stop with; its plan says why.
+func dryRun(opts *RunOptions, cfg *config.Config, store *state.Store, repo, taskFile, prompt string) error {
+	io := opts.IO
+	plan := supervisor.DryRun(context.Background(), supervisor.Options{
+		Config:   cfg,
+		Store:    store,
+		Repo:     repo,
+		Environ:  io.Environ,
+		Version:  opts.Version,
+		Flags:    opts.Flags,
+		TaskFile: taskFile,
+		Prompt:   prompt,
+	})
+	var err error
+	if opts.JSON {
+		err = writeJSON(io.Out, dryRunJSON(plan, cfg, opts.Flags, repo, taskFile))
+	} else {
+		err = printDryRun(io, plan, cfg, opts.Flags, repo, taskFile)
+	}
+	if err != nil {
+		return err
+	}
+	if plan.Stop != nil {
+		return &stopError{code: plan.Stop.Code}
+	}
+	return nil
+}
+
+// dryRunJSON is the plan as one object. Paths are absolute; the settings
+// are the resolved config's sections in runr.yaml's shape.
+func dryRunJSON(plan *supervisor.Plan, cfg *config.Config, flags state.Flags, repo, taskFile string) map[string]any {
+	agent := map[string]any{}
+	if a, ok := cfg.Raw["agent"].(map[string]any); ok {
+		for k, v := range a {
+			agent[k] = v
+		}
+	}
+	agent["kind"] = plan.Agent.Kind
+	agent["program"] = plan.Agent.Program
+	agent["path"] = plan.Agent.Path
+	agent["version"] = plan.Agent.Version
+	task := ""
+	if taskFile != "" {
+		task = filepath.Join(repo, taskFile)
+	}
+	exit := 0
+	if plan.Stop != nil {
+		exit = stopreasons.ExitCode(plan.Stop.Code)
+	}
+	out := map[string]any{
+		"dry_run":     true,
+		"would_start": plan.Stop == nil,
+		"exit_code":   exit,
+		"checks":      plan.Checks,
+		"repo":        repo,
+		"config_file": absPath(cfg.File),
+		"task_file":   task,
+		"milestones":  nonNil(plan.Milestones),
+		"agent":       agent,
+		"dir":         plan.Dir,
+		"flags":       flags,
+		"dirty":       nonNil(plan.Dirty),
+		"programs":    plan.Programs,
+		"verify":      cfg.Raw["verify"],
+		"review":      cfg.Raw["review"],
+		"scope":       cfg.Raw["scope"],
+		"checkpoint":  map[string]any{"commit": cfg.Checkpoint.Commit || flags.Worktree},
+		"budget":      cfg.Raw["budget"],
+		"stop_rules":  cfg.Raw["stop"],
+	}
+	if plan.Programs == nil {
+		out["programs"] = []supervisor.FoundProgram{}
+	}
+	if plan.Stop != nil {
+		out["stop"] = plan.Stop
+	}
+	return out
+}
+
+// printDryRun writes the checks and the plan for a person.
+func printDryRun(ios *IOStreams, plan *supervisor.Plan, cfg *config.Config, flags state.Flags, repo, taskFile string) error {
+	p := ios.OutPainter()
+	w := ios.Out
+	fmt.Fprintln(w, p.Bold("Dry run: nothing was created and no agent was called."))
+	fmt.Fprintln(w, "\nChecks, in a run's order:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range plan.Checks {
+		mark := p.Green("ok")
+		if !c.OK {
+			mark = p.Red("FAIL")
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", mark, c.Name, stopreasons.VisibleLine(c.Detail))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(w, "\nPlan:")
+	row := func(key, format string, args ...any) {
+		fmt.Fprintf(w, "  %-11s %s\n", key, fmt.Sprintf(format, args...))
+	}
+	if cfg.File != "" {
+		row("config", "%s", shownPath(cfg.File))
+	} else {
+		row("config", "no runr.yaml: defaults, RUNR_* variables and flags")
+	}
+	if taskFile != "" {
+		row("task", "%s: %s", shownPath(repoPath(repo, taskFile)), plural(len(plan.Milestones), "milestone"))
+	} else {
+		row("task", "--prompt text: %s", plural(len(plan.Milestones), "milestone"))
+	}
+	for i, g := range plan.Milestones {
+		fmt.Fprintf(w, "  %-11s %d. %s\n", "", i+1, stopreasons.VisibleLine(g))
+	}
+	row("agent", "%s", agentLine(plan.Agent, cfg))
+	if flags.Worktree {
+		row("work in", "a new worktree %s on branch runr/<run id>", shownPath(plan.Dir))
+	} else {
+		row("work in", "the checkout %s", shownPath(plan.Dir))
+	}
+	if len(plan.Dirty) > 0 {
+		row("dirty", "%s", stopreasons.ShowPaths(plan.Dirty))
+	}
+	if len(cfg.Verify.Commands) == 0 {
+		row("verify", "none")
+	}
+	for i, c := range cfg.Verify.Commands {
+		key := ""
+		if i == 0 {
+			key = "verify"
+		}
+		row(key, "%s (timeout %s)", stopreasons.VisibleLine(c), shortDuration(cfg.Verify.Timeout))
+	}
+	if len(cfg.Review.Command) == 0 {
+		row("review", "none")
+	} else {
+		row("review", "%s (exit 0 approves, 1 requests changes, 2 rejects)", stopreasons.VisibleLine(strings.Join(cfg.Review.Command, " ")))
+	}
+	switch {
+	case flags.Worktree:
+		row("checkpoint", "a commit per approved milestone on the run's branch (always with --worktree)")
+	case cfg.Checkpoint.Commit:
+		row("checkpoint", "a commit per approved milestone")
+	default:
+		row("checkpoint", "no commits (checkpoint.commit off): the changes are left uncommitted")
+	}
+	row("scope", "allow %s · deny %s", listOr(cfg.Scope.Allow, "everything not denied"), listOr(cfg.Scope.Deny, "nothing"))
+	deps := "a change to one stops the run (--allow-deps allows it)"
+	if flags.AllowDeps {
+		deps = "may change (--allow-deps)"
+	}
+	row("", "lockfiles %s: %s", listOr(cfg.Scope.Lockfiles, "none"), deps)
+	b := cfg.Budget
+	row("budget", "time %s · max_ticks %s · max_iterations %s · max_cost_usd %s · max_tokens %s",
+		offDuration(b.Time), offInt(int64(b.MaxTicks)), offInt(int64(b.MaxIterations)), offFloat(b.MaxCostUSD), offInt(b.MaxTokens))
+	r := cfg.Stop
+	retries := strconv.Itoa(r.MaxMilestoneRetries)
+	if r.MaxMilestoneRetries == 0 {
+		retries = "unlimited"
+	}
+	rules := [][2]string{
+		{"max_milestone_retries", retries},
+		{"on_milestone_failure", r.OnMilestoneFailure},
+		{"max_consecutive_fails", offInt(int64(r.MaxConsecutiveFails))},
+		{"max_retry_rate", offFloat(r.MaxRetryRate)},
+		{"max_reject_rate", offFloat(r.MaxRejectRate)},
+		{"min_attempts_for_rates", strconv.Itoa(r.MinAttemptsForRates)},
+		{"circuit_breaker", offInt(int64(r.CircuitBreaker))},
+		{"same_error", offInt(int64(r.SameError))},
+		{"noop", offInt(int64(r.Noop))},
+		{"no_progress", offInt(int64(r.NoProgress))},
+		{"max_edge", offInt(int64(r.MaxEdge))},
+		{"max_review_rounds", offInt(int64(r.MaxReviewRounds))},
+	}
+	for i := 0; i < len(rules); i += 4 {
+		var parts []string
+		for _, kv := range rules[i:min(i+4, len(rules))] {
+			parts = append(parts, kv[0]+" "+kv[1])
+		}
+		key := ""
+		if i == 0 {
+			key = "stop rules"
+		}
+		row(key, "%s", strings.Join(parts, " · "))
+	}
+	printConditions(w, cfg)
+
+	fmt.Fprintln(w)
+	if plan.Stop == nil {
+		fmt.Fprintln(w, p.Green("The run would start.")+" Start it with the same command without --dry-run.")
+		return nil
+	}
+	code := plan.Stop.Code
+	fmt.Fprintf(w, "%s\n  %s\n", p.Red(fmt.Sprintf("The run would stop before its first tick: %s (exit %d)", code, stopreasons.ExitCode(code))),
+		stopreasons.Visible(plan.Stop.Message))
+	if d := plan.Stop.Details; d != nil && len(d.Files) > 0 {
+		fmt.Fprintf(w, "  files: %s\n", stopreasons.ShowPaths(d.Files))
+	}
+	return nil
+}
+
+// printConditions lists the custom conditions as written in the config.
+func printConditions(w io.Writer, cfg *config.Config) {
+	stop, _ := cfg.Raw["stop"].(map[string]any)
+	first := true
+	for _, list := range []string{"success", "failure", "conditions"} {
+		items, _ := stop[list].([]any)
+		for i, c := range items {
+			b, err := json.Marshal(c)
+			if err != nil {
+				continue
+			}
+			key := ""
+			if first {
+				key, first = "conditions", false
+			}
+			fmt.Fprintf(w, "  %-11s stop.%s[%d] %s\n", key, list, i, stopreasons.VisibleLine(string(b)))
+		}
+	}
+	if first {
+		fmt.Fprintf(w, "  %-11s none (a `runr stop` request is always honoured)\n", "conditions")
+	}
+}
+
+func agentLine(a supervisor.PlanAgent, cfg *config.Config) string {
+	s := a.Kind
+	if a.Path != "" {
+		s += " · " + shownPath(a.Path)
+	} else if a.Program != "" {
+		s += " · " + stopreasons.VisibleLine(a.Program) + " (not found)"
+	}
+	if a.Version != "" {
+		s += " · " + stopreasons.VisibleLine(a.Version)
+	}
+	if cfg.Agent.Model != "" {
+		s += " · model " + stopreasons.VisibleLine(cfg.Agent.Model)
+	}
+	return s + fmt.Sprintf(" · timeout %s · idle timeout %s", shortDuration(cfg.Agent.Timeout), shortDuration(cfg.Agent.IdleTimeout))
+}
+
+func listOr(list []string, none string) string {
+	if len(list) == 0 {
+		return none
+	}
+	return stopreasons.VisibleLine(strings.Join(list, ", "))
+}
+
+// shortDuration is "30m" rather than "30m0s".
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+func offDuration(d time.Duration) string {
+	if d <= 0 {
+		return "off"
+	}
+	return shortDuration(d)
+}
+
+func offInt(n int64) string {
+	if n <= 0 {
+		return "off"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func offFloat(f float64) string {
+	if f <= 0 {
+		return "off"
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}

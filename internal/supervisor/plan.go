@@ -1,0 +1,131 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// Plan is what a new run would do, as far as the checks before its first
+// tick tell (DryRun).
+type Plan struct {
+	Milestones []string // the goals, as parsed from the task
+	Agent      PlanAgent
+	// Dir is where the agent would work: the checkout, or in worktree mode
+	// the worktree a run creates (named for the run, so "<run id>" here).
+	Dir string
+	// Dirty is the uncommitted changes that count for the dirty check
+	// (the task and config files do not): allowed with --allow-dirty.
+	Dirty []string
+	// Programs is the programs of the verify commands and custom scripts,
+	// as found on PATH.
+	Programs []FoundProgram
+	// Checks is every check made, in the order a run makes them; the
+	// checks after a failed one are not made, as a run stops there.
+	Checks []Check
+	// Stop is the stop the run would make before its first tick; nil when
+	// it would start.
+	Stop *stopreasons.Stop
+}
+
+// PlanAgent is the agent a run would call.
+type PlanAgent struct {
+	Kind    string `json:"kind"`
+	Program string `json:"program,omitempty"` // as configured
+	Path    string `json:"path,omitempty"`    // as found on PATH
+	Version string `json:"version,omitempty"` // its answer to the version query; "" when it gave none
+}
+
+// Check is one check of a dry run.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// DryRun makes the checks a new run makes before its first tick (Start's
+// preflight: scope globs, the agent with its budget and sandbox checks,
+// the dirty tree, the programs of the commands, collisions with live runs),
+// in the same order and with the same stops, and creates nothing: no run
+// directory, lock, claim or worktree, and the store is only read. The
+// agent program is asked for its version, as a run does, and not called.
+func DryRun(ctx context.Context, o Options) *Plan {
+	s := New(o)
+	s.dir = o.Repo
+	s.st = s.newState("", s.o.Now().UTC())
+	p := &Plan{Dir: o.Repo, Agent: PlanAgent{Kind: s.cfg.Agent.Kind}}
+	for _, m := range s.st.Milestones {
+		p.Milestones = append(p.Milestones, m.Goal)
+	}
+	if o.Flags.Worktree {
+		p.Dir = filepath.Join(s.store.Home, "worktrees", "<run id>")
+	}
+	ok := func(name, detail string) { p.Checks = append(p.Checks, Check{Name: name, OK: true, Detail: detail}) }
+	fail := func(name string, sp *stop) *Plan {
+		p.Checks = append(p.Checks, Check{Name: name, Detail: sp.Message})
+		p.Stop = &sp.Stop
+		return p
+	}
+
+	if sp := s.checkScopeGlobs(); sp != nil {
+		return fail("scope", sp)
+	}
+	ok("scope", "every scope and lockfile glob is valid")
+
+	sp := s.prepareAgent()
+	if s.adapter != nil {
+		p.Agent.Program = s.adapter.Program(s.request(""))
+	}
+	if sp != nil {
+		return fail("agent", sp)
+	}
+	p.Agent.Path = s.program
+	p.Agent.Version = agentVersion(ctx, s.program, s.adapter.VersionArgs())
+	detail := "found at " + s.program
+	if p.Agent.Version != "" {
+		detail += ", version " + p.Agent.Version
+	}
+	ok("agent", detail)
+
+	if !o.Flags.Worktree {
+		_, dirty, sp := s.checkDirty(ctx)
+		p.Dirty = dirty
+		if sp != nil {
+			return fail("working tree", sp)
+		}
+		if len(dirty) == 0 {
+			ok("working tree", "no uncommitted changes")
+		} else {
+			ok("working tree", fmt.Sprintf("%d uncommitted change(s), allowed by --allow-dirty", len(dirty)))
+		}
+	} else {
+		ok("working tree", "the run works in a new worktree from HEAD: uncommitted changes stay out of it")
+	}
+
+	found, sp := s.findPrograms()
+	p.Programs = found
+	if sp != nil {
+		return fail("programs", sp)
+	}
+	switch len(found) {
+	case 0:
+		ok("programs", "no program to look up (verify commands left to the shell, or none)")
+	default:
+		ok("programs", fmt.Sprintf("%d program(s) of the verify commands and scripts found", len(found)))
+	}
+
+	switch {
+	case o.Flags.Worktree:
+		ok("collisions", "none possible: the run has a worktree of its own")
+	case o.Flags.ForceParallel:
+		ok("collisions", "not checked: --force-parallel")
+	default:
+		if sp := s.checkCollision(); sp != nil {
+			return fail("collisions", sp)
+		}
+		ok("collisions", "no live run on this checkout claims an overlapping scope")
+	}
+	return p
+}

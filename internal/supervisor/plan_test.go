@@ -1,0 +1,77 @@
+package supervisor
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// DryRun stops where Start's preflight stops, with the same code, and
+// creates nothing in the store; the run that follows it does what it said.
+func TestDryRunStopsAsTheRunWould(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(r *run)
+		want  stopreasons.Code // "" : the run starts (and here completes)
+		check string           // the check that fails
+	}{
+		{name: "clean", want: ""},
+		{name: "agent not found", setup: func(r *run) { r.set("agent.command", []string{"no-such-agent-program"}) },
+			want: stopreasons.WorkerNotFound, check: "agent"},
+		{name: "cost budget a command agent cannot report", setup: func(r *run) { r.set("budget.max_cost_usd", 2.0) },
+			want: stopreasons.ConfigInvalid, check: "agent"},
+		{name: "dirty tree", setup: func(r *run) {
+			require.NoError(t, os.WriteFile(filepath.Join(r.repo, "README.md"), []byte("changed\n"), 0o644))
+		}, want: stopreasons.DirtyWorktree, check: "working tree"},
+		{name: "verify program missing", setup: func(r *run) { r.set("verify.commands", []string{"no-such-checker --all"}) },
+			want: stopreasons.ConfigInvalid, check: "programs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRun(t, "# T\n- [ ] first\n- [ ] second\n")
+			r.agent(`echo RUNR_STATUS: done`)
+			if tc.setup != nil {
+				tc.setup(r)
+			}
+			sup := r.supervisor()
+			plan := DryRun(context.Background(), sup.o)
+			ids, err := r.store.List()
+			require.NoError(t, err)
+			assert.Empty(t, ids, "a dry run creates no run")
+			claims, err := r.store.Claims()
+			require.NoError(t, err)
+			assert.Empty(t, claims, "a dry run writes no claim")
+			assert.Equal(t, []string{"first", "second"}, plan.Milestones)
+			assert.Equal(t, "command", plan.Agent.Kind)
+
+			last := plan.Checks[len(plan.Checks)-1]
+			if tc.want == "" {
+				assert.Nil(t, plan.Stop)
+				assert.Len(t, plan.Checks, 5)
+				assert.True(t, last.OK)
+				assert.NotEmpty(t, plan.Agent.Path)
+			} else {
+				require.NotNil(t, plan.Stop)
+				assert.Equal(t, tc.want, plan.Stop.Code)
+				assert.Equal(t, tc.check, last.Name)
+				assert.False(t, last.OK)
+				assert.Equal(t, plan.Stop.Message, last.Detail)
+			}
+
+			st := r.start()
+			want := tc.want
+			if want == "" {
+				want = stopreasons.Complete
+			}
+			assert.Equal(t, want, st.StopReason.Code, "the run stops as the dry run said")
+			if tc.want != "" {
+				assert.Equal(t, 0, st.Tick, "before its first tick")
+			}
+		})
+	}
+}
