@@ -176,17 +176,22 @@ func (l *liveLine) text(p supervisor.Progress) string {
 // files its agent call changed, the checks, the cost so far and the stop
 // rule closest to firing.
 func tickLine(p supervisor.Progress) string {
+	outcome := stopreasons.VisibleLine(p.Outcome)
+	if p.Verify != "" {
+		if strings.HasPrefix(p.Outcome, "verify ") {
+			outcome += " in " + roundDuration(p.VerifyTime)
+		} else {
+			outcome += fmt.Sprintf(" (verify %s in %s)", stopreasons.VisibleLine(p.Verify), roundDuration(p.VerifyTime))
+		}
+	}
 	parts := []string{
 		fmt.Sprintf("tick %d", p.Tick),
 		fmt.Sprintf("milestone %d/%d", p.Milestone, p.Milestones),
 		stopreasons.VisibleLine(p.Phase),
-		stopreasons.VisibleLine(p.Outcome),
+		outcome,
 	}
 	if f := p.Files; f != nil {
 		parts = append(parts, fmt.Sprintf("files +%d ~%d -%d", f.Added, f.Modified, f.Deleted))
-	}
-	if p.Verify != "" {
-		parts = append(parts, fmt.Sprintf("verify %s in %s", stopreasons.VisibleLine(p.Verify), roundDuration(p.VerifyTime)))
 	}
 	parts = append(parts, fmt.Sprintf("$%.2f", p.CostUSD))
 	if c := p.Closest; c != nil && c.Progress > 0 {

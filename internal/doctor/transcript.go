@@ -188,14 +188,20 @@ func (t *Transcript) tail(tick int, phase string) {
 // event carries them, the figures of the tick.
 func (t *Transcript) tickEnd(d eventData) {
 	parts := []string{"next: " + line(d.str("next"))}
-	if o := d.str("outcome"); o != "" {
-		parts = append(parts, line(o))
+	outcome := line(d.str("outcome"))
+	if v := d.str("verify"); v != "" {
+		took := shortDuration(int64(d.num("verify_ms")))
+		if strings.HasPrefix(outcome, "verify ") {
+			outcome += " in " + took
+		} else {
+			outcome = strings.TrimSpace(outcome + fmt.Sprintf(" (verify %s in %s)", line(v), took))
+		}
+	}
+	if outcome != "" {
+		parts = append(parts, outcome)
 	}
 	if d.has("added") || d.has("modified") || d.has("deleted") {
 		parts = append(parts, fmt.Sprintf("files +%d ~%d -%d", d.num("added"), d.num("modified"), d.num("deleted")))
-	}
-	if v := d.str("verify"); v != "" {
-		parts = append(parts, fmt.Sprintf("verify %s in %s", line(v), shortDuration(int64(d.num("verify_ms")))))
 	}
 	if d.has("cost_usd") {
 		parts = append(parts, usd(d.float("cost_usd")))
