@@ -129,6 +129,31 @@ type Parser interface {
 	Finish(exitCode int, tail []byte) Result
 }
 
+// ChunkParser is a Parser that takes stdout as it is read, in chunks,
+// besides its lines (Parser.Line gets the same bytes cut into lines): a
+// parser that keeps the end of the output copies a chunk's last bytes, not
+// every line.
+type ChunkParser interface {
+	Parser
+	Chunk(p []byte)
+}
+
+// Chunk passes stdout chunks to the parser when it takes them.
+func (p usageGuard) Chunk(b []byte) {
+	if c, ok := p.Parser.(ChunkParser); ok {
+		c.Chunk(b)
+	}
+}
+
+// TakesChunks reports whether p wants stdout's chunks (ChunkParser).
+func TakesChunks(p Parser) bool {
+	if g, ok := p.(usageGuard); ok {
+		p = g.Parser
+	}
+	_, ok := p.(ChunkParser)
+	return ok
+}
+
 // adapters are the agents runr knows, in the order docs present them: the
 // one list of agent kinds.
 var adapters = []Adapter{

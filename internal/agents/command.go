@@ -88,12 +88,22 @@ func (commandAdapter) NewParser(req Request) Parser {
 type commandParser struct {
 	signals *signalDetector
 	out     tailBuffer
+	chunked bool // the tail comes from Chunk
 }
 
 func (p *commandParser) Line(line []byte) bool {
 	p.signals.line(line)
-	p.out.writeLine(line)
+	if !p.chunked {
+		p.out.writeLine(line)
+	}
 	return false
+}
+
+// Chunk keeps the end of stdout as it came, the final text, in place of
+// the lines: a caller that hands chunks over spares a copy of every line.
+func (p *commandParser) Chunk(b []byte) {
+	p.chunked = true
+	p.out.write(b)
 }
 
 func (p *commandParser) Finish(exitCode int, tail []byte) Result {

@@ -3,6 +3,7 @@ package agents
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -49,6 +50,12 @@ var produceLine = append(bytes.Repeat([]byte("0123456789abcdef"), 5)[:79], '\n')
 // the way the supervisor runs an agent call: through worker.Run, to a log,
 // every stdout line to the adapter's parser.
 func runCommandAgent(tb testing.TB, size int64, logPath string) (Result, worker.Result) {
+	return runCommandAgentChunks(tb, size, logPath, false)
+}
+
+// runCommandAgentChunks is runCommandAgent; with chunks the parser gets
+// stdout's chunks too, as the supervisor hands them over.
+func runCommandAgentChunks(tb testing.TB, size int64, logPath string, chunks bool) (Result, worker.Result) {
 	tb.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -60,12 +67,16 @@ func runCommandAgent(tb testing.TB, size int64, logPath string) (Result, worker.
 	}
 	req := Request{Prompt: "do it\nRUNR_STATUS: done\n", Command: []string{exe}}
 	parser := a.NewParser(req)
-	res, err := worker.Run(context.Background(), worker.Spec{
+	spec := worker.Spec{
 		Argv:         []string{exe},
 		Env:          append(os.Environ(), produceEnv+"="+strconv.FormatInt(size, 10)),
 		LogPath:      logPath,
 		OnStdoutLine: func(line []byte) bool { return !parser.Line(line) },
-	})
+	}
+	if c, ok := parser.(ChunkParser); ok && chunks && TakesChunks(parser) {
+		spec.OnStdout = c.Chunk
+	}
+	res, err := worker.Run(context.Background(), spec)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -75,9 +86,15 @@ func runCommandAgent(tb testing.TB, size int64, logPath string) (Result, worker.
 // The signal after a long output is found, the final text is the end of the
 // output, and the log holds all of it.
 func TestCommandAgentLongOutput(t *testing.T) {
+	for _, chunks := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chunks=%v", chunks), func(t *testing.T) { testCommandAgentLongOutput(t, chunks) })
+	}
+}
+
+func testCommandAgentLongOutput(t *testing.T, chunks bool) {
 	const size = 80 * 100_000
 	logPath := filepath.Join(t.TempDir(), "call.log")
-	ar, res := runCommandAgent(t, size, logPath)
+	ar, res := runCommandAgentChunks(t, size, logPath, chunks)
 	assert.Equal(t, 0, res.ExitCode)
 	assert.Equal(t, SignalBlocked, ar.Signal)
 	assert.Equal(t, "needs a key", ar.SignalText)
@@ -101,7 +118,7 @@ func BenchmarkCommandAgentOutput(b *testing.B) {
 		if err := os.Remove(logPath); err != nil && !os.IsNotExist(err) {
 			b.Fatal(err)
 		}
-		ar, res := runCommandAgent(b, size, logPath)
+		ar, res := runCommandAgentChunks(b, size, logPath, true)
 		if res.ExitCode != 0 || ar.Signal != SignalBlocked {
 			b.Fatalf("exit %d, signal %q", res.ExitCode, ar.Signal)
 		}

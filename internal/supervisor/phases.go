@@ -200,6 +200,9 @@ func (s *Supervisor) implement(ctx context.Context) result {
 		IdleTimeout:  s.cfg.Agent.IdleTimeout,
 		OnStdoutLine: func(line []byte) bool { return !parser.Line(line) },
 	}
+	if c, ok := parser.(agents.ChunkParser); ok && agents.TakesChunks(parser) {
+		spec.OnStdout = c.Chunk
+	}
 	watch, stopWatch := s.watchActivity(s.cfg.Agent.Kind, s.dir)
 	if watch != nil {
 		spec.OnStdoutLine = func(line []byte) bool {

@@ -187,7 +187,7 @@ func (l *lineSplitter) send(line []byte) {
 // system calls and wake-ups per byte low; stderr, read apart only when stdout
 // is, carries messages.
 const (
-	readBuf       = 256 << 10
+	readBuf       = 1 << 20
 	stderrReadBuf = 32 << 10
 )
 
@@ -196,12 +196,16 @@ const (
 var readBufs = sync.Pool{New: func() any { return new([readBuf]byte) }}
 
 // pump copies r into out until EOF or a read error (the pipe closed under
-// it), reading into buf and feeding lines when given.
-func pump(r io.Reader, buf []byte, out *sink, lines *lineSplitter) {
+// it), reading into buf and handing each chunk and its lines over when
+// given.
+func pump(r io.Reader, buf []byte, out *sink, chunk func([]byte), lines *lineSplitter) {
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
 			out.write(buf[:n])
+			if chunk != nil {
+				chunk(buf[:n])
+			}
 			if lines != nil {
 				lines.feed(buf[:n])
 			}

@@ -32,7 +32,7 @@ const killWait = 2 * time.Second
 
 // pipeSize is the capacity asked for the stdout pipe, where an agent's bulk
 // output flows.
-const pipeSize = 256 << 10
+const pipeSize = 1 << 20
 
 // How often a group is checked for remaining members once the main process is
 // gone.
@@ -94,6 +94,11 @@ type Spec struct {
 	// returning false stops the process early (Result.Aborted). The slice is
 	// reused after the call.
 	OnStdoutLine func(line []byte) bool
+	// OnStdout receives stdout as it is read, in chunks, in order, before
+	// OnStdoutLine sees the chunk's lines: for what wants the bytes (the end
+	// of the output) rather than the lines. The slice is reused after the
+	// call.
+	OnStdout func(chunk []byte)
 	KillNow      <-chan struct{} // closing it SIGKILLs the whole group at once (a second Ctrl+C)
 	// Stdout, when set, receives the whole of stdout instead of the log, the
 	// tail and OnStdoutLine, which then see stderr only (git's output is
@@ -268,12 +273,12 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 		if spec.Stdout != nil {
 			pumpTo(stdoutR, buf[:], spec.Stdout, out)
 		} else {
-			pump(stdoutR, buf[:], out, lines)
+			pump(stdoutR, buf[:], out, spec.OnStdout, lines)
 		}
 	}()
 	if stderrR != nil {
 		readers.Add(1)
-		go func() { defer readers.Done(); pump(stderrR, make([]byte, stderrReadBuf), out, nil) }()
+		go func() { defer readers.Done(); pump(stderrR, make([]byte, stderrReadBuf), out, nil, nil) }()
 	}
 	readersDone := make(chan struct{})
 	go func() { readers.Wait(); close(readersDone) }()

@@ -12,7 +12,7 @@ import (
 
 const (
 	outputBytes  = 1 << 30 // 1 GiB
-	outputRounds = 3
+	outputRounds = 5
 	outputMaxRSS = 64 << 20
 )
 
