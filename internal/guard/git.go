@@ -222,7 +222,7 @@ func driverOverrides(ctx context.Context, dir string) (over [][2]string, sources
 		return over, sources, err
 	}
 	c := driverRead{over: over, sources: sources, excludesFile: read.excludesFile, hashes: map[string]string{}}
-	for _, f := range append(slices.Clone(sources), read.files...) {
+	for _, f := range slices.Concat(sources, read.files, repoLocationFiles(dir)) {
 		c.hashes[f] = fileHash(f)
 	}
 	if drivers.dirs == nil {
@@ -230,6 +230,34 @@ func driverOverrides(ctx context.Context, dir string) (over [][2]string, sources
 	}
 	drivers.dirs[dir] = c
 	return over, sources, nil
+}
+
+// repoLocationFiles are the files through which git finds the repository
+// of dir and its config, whether or not they exist: the .git file or
+// directory, the git dir's commondir file, and the worktree config files,
+// which git reads only when present. An agent that writes one of them can
+// make git read another config without touching the files it came from.
+func repoLocationFiles(dir string) []string {
+	dotgit := filepath.Join(dir, ".git")
+	gitDir := dotgit
+	if data, err := os.ReadFile(dotgit); err == nil { // a worktree's "gitdir: PATH"
+		if p, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: "); ok {
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(dir, p)
+			}
+			gitDir = p
+		}
+	}
+	common := gitDir
+	if data, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		p := strings.TrimSpace(string(data))
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(gitDir, p)
+		}
+		common = p
+	}
+	return []string{dotgit, filepath.Join(gitDir, "commondir"), filepath.Join(gitDir, "config.worktree"),
+		filepath.Join(common, "config"), filepath.Join(common, "config.worktree")}
 }
 
 // drivers remembers each directory's driver overrides with the content of

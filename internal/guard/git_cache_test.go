@@ -47,3 +47,25 @@ func TestDriverOverridesFollowTheConfig(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "/tmp/some-excludes", x)
 }
+
+// TestDriverOverridesSeeAnotherRepositoryDir: an agent that points git at
+// another config through .git/commondir (or a worktree's .git file)
+// without touching the config files read before is seen at the next ask:
+// the driver that config defines is overridden.
+func TestDriverOverridesSeeAnotherRepositoryDir(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := newRepo(t, true)
+	over, _, err := driverOverrides(ctx, dir)
+	require.NoError(t, err)
+	assert.Empty(t, over)
+
+	// A copy of .git whose config names a filter, and commondir pointing there.
+	other := filepath.Join(t.TempDir(), "other.git")
+	require.NoError(t, os.CopyFS(other, os.DirFS(filepath.Join(dir, ".git"))))
+	require.NoError(t, os.WriteFile(filepath.Join(other, "config"), []byte("[core]\n\trepositoryformatversion = 0\n[filter \"evil\"]\n\tclean = touch pwned\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".git", "commondir"), []byte(other+"\n"), 0o644))
+	over, _, err = driverOverrides(ctx, dir)
+	require.NoError(t, err)
+	assert.Contains(t, over, [2]string{"filter.evil.clean", ""}, "the config git reads now is read again")
+}

@@ -159,7 +159,8 @@ func sameContent(path string, data []byte) bool {
 	}
 	got := make([]byte, len(data)+1)
 	n, err := io.ReadFull(f, got)
-	return errors.Is(err, io.ErrUnexpectedEOF) && n == len(data) && bytes.Equal(got[:n], data)
+	// One byte more than data was asked for: the file ends where data does.
+	return (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)) && n == len(data) && bytes.Equal(got[:n], data)
 }
 
 // Look reads the working tree: one git status, and, when HEAD has moved
@@ -384,8 +385,8 @@ func (t *Tracker) refreshDrivers(ctx context.Context) error {
 	}
 	// The config files themselves, read or not: a local config created
 	// or rewritten later can name drivers too.
-	for _, f := range []string{filepath.Join(t.snap.CommonDir, "config"), filepath.Join(t.snap.CommonDir, "config.worktree"),
-		filepath.Join(t.snap.GitDir, "config.worktree")} {
+	for _, f := range append([]string{filepath.Join(t.snap.CommonDir, "config"), filepath.Join(t.snap.CommonDir, "config.worktree"),
+		filepath.Join(t.snap.GitDir, "config.worktree")}, repoLocationFiles(t.top)...) {
 		if _, ok := t.driverSources[f]; !ok {
 			t.driverSources[f] = fileHash(f)
 		}

@@ -334,3 +334,29 @@ func TestTrackerPrivateFilesCannotBeTamperedWith(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "keep", string(b), "the symlink's target is untouched")
 }
+
+// TestTrackerSeesAnotherRepositoryDir: a filter the agent makes git read
+// through .git/commondir (pointing at a copy of .git with a filter in its
+// config) is overridden in the Tracker's next git status.
+func TestTrackerSeesAnotherRepositoryDir(t *testing.T) {
+	t.Parallel()
+	dir := snapRepo(t)
+	head := gitT(t, dir, "rev-parse", "HEAD")
+	_, tr := tracker(t, dir)
+	look(t, tr, head, nil)
+
+	marker := filepath.Join(t.TempDir(), "pwned")
+	other := filepath.Join(t.TempDir(), "other.git")
+	require.NoError(t, os.CopyFS(other, os.DirFS(filepath.Join(dir, ".git"))))
+	cfg, err := os.ReadFile(filepath.Join(other, "config"))
+	require.NoError(t, err)
+	cfg = append(cfg, []byte("[filter \"evil\"]\n\tclean = sh -c 'touch "+marker+"; cat'\n")...)
+	require.NoError(t, os.WriteFile(filepath.Join(other, "config"), cfg, 0o644))
+	writeFile(t, dir, ".gitattributes", "* filter=evil\n")
+	writeFile(t, dir, "src/a.go", "package b\n") // the same size: git hashes it to know
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".git", "commondir"), []byte(other+"\n"), 0o644))
+
+	look(t, tr, head, nil)
+	assert.NoFileExists(t, marker, "the agent's filter ran in runr's git status")
+	assert.Contains(t, tr.drivers, [2]string{"filter.evil.clean", ""}, "the config git reads now is read again, and its filter emptied")
+}
