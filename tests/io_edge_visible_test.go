@@ -95,3 +95,25 @@ func TestErrorMessagesAreVisible(t *testing.T) {
 	assert.NotContains(t, stderr, "\x1b")
 	assert.NotContains(t, stderr, "\x07")
 }
+
+// TestPlantedStopCodeIsPrintedVisibly: the store lies where an agent can
+// write; a stop code it planted in state.json reaches the terminal with
+// its control characters made visible.
+func TestPlantedStopCodeIsPrintedVisibly(t *testing.T) {
+	repo := newRepo(t)
+	code, _, stderr := runrCmd(t, repo, "run", "--max-iterations", "1", "--prompt", "work", "--", "fakeagent", "--do", "status done")
+	require.Equal(t, 0, code, stderr)
+	runs, err := filepath.Glob(filepath.Join(repo, ".git", "runr", "runs", "*", "state.json"))
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	b, err := os.ReadFile(runs[0])
+	require.NoError(t, err)
+	planted := strings.Replace(string(b), `"code": "complete"`, `"code": "complete\u001b]0;pwned\u0007"`, 1)
+	require.NotEqual(t, string(b), planted, "the stop code is in state.json")
+	require.NoError(t, os.WriteFile(runs[0], []byte(planted), 0o644))
+	for _, args := range [][]string{{"status"}, {"status", "latest"}} {
+		_, stdout, stderr := runrCmd(t, repo, args...)
+		assert.NotContains(t, stdout+stderr, "\x1b", "runr %v prints the planted code raw", args)
+		assert.NotContains(t, stdout+stderr, "\x07", "runr %v prints the planted code raw", args)
+	}
+}

@@ -199,7 +199,8 @@ func statusRun(opts *StatusOptions) error {
 		if v.ExitCode != nil {
 			exit = strconv.Itoa(*v.ExitCode)
 		}
-		reason := v.Reason
+		// The code and status come from a state.json an agent can write.
+		reason := stopreasons.VisibleLine(v.Reason)
 		if reason == "" {
 			reason = "-"
 		}
@@ -208,7 +209,7 @@ func statusRun(opts *StatusOptions) error {
 			started = v.CreatedAt.Local().Format("2006-01-02 15:04")
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\t%s\n", v.RunID, reason, exit, v.Tick, v.Approved, v.Milestones,
-			(time.Duration(v.ElapsedMS) * time.Millisecond).Round(time.Second), started, statusPaint(p, v.Status))
+			(time.Duration(v.ElapsedMS) * time.Millisecond).Round(time.Second), started, statusPaint(p, stopreasons.VisibleLine(v.Status)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -285,7 +286,7 @@ func statusOne(opts *StatusOptions, store *state.Store) error {
 		fmt.Fprintf(w, "  held by pid %d on %s since %s\n", v.Lock.PID, stopreasons.VisibleLine(v.Lock.Host), v.Lock.StartedAt.Local().Format(time.RFC3339))
 	}
 	if r := st.StopReason; r != nil && v.Reason != "" {
-		fmt.Fprintf(w, "  stopped: %s (exit %d) · %s\n", r.Code, stopreasons.ExitCode(r.Code), stopreasons.Visible(r.Message))
+		fmt.Fprintf(w, "  stopped: %s (exit %d) · %s\n", stopreasons.VisibleLine(string(r.Code)), stopreasons.ExitCode(r.Code), stopreasons.Visible(r.Message))
 	}
 	fmt.Fprintf(w, "  repo     %s\n", shownPath(st.Repo))
 	if st.Worktree != "" {

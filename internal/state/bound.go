@@ -16,14 +16,6 @@ const (
 	// a task that is one long line) is cut, and its whole text stays in
 	// task.md.
 	MaxGoalBytes = 2048
-	// DetailedMilestones is how many settled milestones before the current
-	// one keep their details (attempts, tree hash, edges); older ones keep
-	// their goal, cut to MaxSettledGoalBytes, their status, their commit
-	// and the sum of their attempts. The timeline holds every attempt.
-	DetailedMilestones = 20
-	// MaxSettledGoalBytes bounds the goal of a settled milestone that no
-	// longer keeps its details.
-	MaxSettledGoalBytes = 200
 	// MaxAutoResumeHistory is how many automatic resumes
 	// auto_resume.history lists; auto_resume.count counts them all.
 	MaxAutoResumeHistory = 20
@@ -97,9 +89,6 @@ func (st *State) Compact() {
 	approved := 0
 	for i := range st.Milestones {
 		m := &st.Milestones[i]
-		if i < st.MilestoneIndex-DetailedMilestones && m.settled() {
-			m.fold()
-		}
 		if len(m.Goal) > MaxGoalBytes {
 			m.Goal, m.GoalCut = cutText(m.Goal, MaxGoalBytes), true
 		}
@@ -133,20 +122,6 @@ func (m *Milestone) settled() bool {
 		return true
 	}
 	return false
-}
-
-// fold keeps of a settled milestone what status, a resume and the totals
-// need: its attempts are summed up, its goal cut, its tree hash and edges
-// dropped.
-func (m *Milestone) fold() {
-	for _, a := range m.Attempts {
-		m.Earlier = m.Earlier.add(a)
-	}
-	m.Attempts = []Attempt{}
-	if len(m.Goal) > MaxSettledGoalBytes {
-		m.Goal, m.GoalCut = cutText(m.Goal, MaxSettledGoalBytes), true
-	}
-	m.TreeHash, m.Edges = "", nil
 }
 
 // add sums up attempt a into e (nil: none yet) and returns it. An attempt

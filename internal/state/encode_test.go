@@ -52,7 +52,10 @@ func TestSaveEncodingMatchesTheState(t *testing.T) {
 	// A settled milestone that changes all the same is encoded anew.
 	st.Milestones[3].Goal = "another goal"
 	check()
-	assert.Empty(t, st.Milestones[3].Attempts, "folded: more than DetailedMilestones before the current one")
-	assert.Equal(t, 2, st.Milestones[3].Earlier.Count)
-	assert.NotEmpty(t, st.Milestones[45].Attempts, "kept: one of the last DetailedMilestones")
+	// And one whose attempts go past the last MaxAttempts.
+	for i := range MaxAttempts + 5 {
+		st.Milestones[5].Attempts = append(st.Milestones[5].Attempts, Attempt{Tick: 1000 + i, Outcome: OutcomeRejected})
+	}
+	check()
+	assert.Len(t, st.Milestones[5].Attempts, MaxAttempts)
 }

@@ -373,13 +373,9 @@ func writeNew(path string, data []byte) error {
 func (s *Store) Save(st *State) error { return s.save(st, true) }
 
 // SaveProcessStart is Save for the record of a process runr is starting
-// (DESIGN §2: state.json names it while it runs). It is as atomic as Save:
-// its data is synced before the rename, so no reader, SIGKILL or power
-// loss sees a partial file. Only the rename is not made durable at once: a
-// power loss that undoes it also ends the process it records, and the
-// tick's closing Save makes it durable. That spares a tick one of its two
-// directory syncs.
-func (s *Store) SaveProcessStart(st *State) error { return s.save(st, false) }
+// (DESIGN §2: state.json names it while it runs), the same atomic, durable
+// write (DESIGN §5).
+func (s *Store) SaveProcessStart(st *State) error { return s.save(st, true) }
 
 func (s *Store) save(st *State, durable bool) error {
 	if err := checkID(st.RunID); err != nil {

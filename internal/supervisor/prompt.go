@@ -32,7 +32,7 @@ func BuildPrompt(st *state.State, promise string) string {
 	fmt.Fprintf(&b, "# Task\n\n%s\n\n", strings.TrimSpace(st.Task.Prompt))
 	if n > 1 {
 		goal := m.Goal
-		if block := milestoneBlock(st.Task.Prompt, i); strings.Contains(block, "\n") {
+		if block := milestoneBlock(st.Task.Prompt, i, m.Goal); strings.Contains(block, "\n") {
 			goal = block // the item with its indented lines and nested items
 		}
 		fmt.Fprintf(&b, "# Current milestone (%d of %d)\n\n%s\n\n", i+1, n, goal)

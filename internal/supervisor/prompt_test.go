@@ -31,6 +31,7 @@ func TestMilestones(t *testing.T) {
 		{"nested under a checked item: done with it", "- [x] done\n  - [ ] its step\n- [ ] todo\n", []string{"todo"}},
 		{"tab-indented item is nested", "- [ ] a\n\t- [ ] b\n", []string{"a"}},
 		{"boxes in a fenced block are text", "- [ ] real\n\n```md\n- [ ] example\n```\n~~~\n- [ ] tilde example\n~~~\n- [ ] after\n", []string{"real", "after"}},
+		{"inline code at a line's start is no fence", "- [x] setup\n```make build``` must pass\n- [ ] implement\n", []string{"implement"}},
 		{"an unclosed fence hides the rest", "- [ ] a\n````\n- [ ] b\n```\n- [ ] c\n", []string{"a"}},
 		{"a fence inside an item belongs to it", "- [ ] a\n  ```\n- [ ] in code\n  ```\n- [ ] b\n", []string{"a", "b"}},
 		{"CRLF", "- [ ] a\r\n- [ ] b\r\n", []string{"a", "b"}},
@@ -148,4 +149,10 @@ func TestPromptCarriesTheMilestonesBlock(t *testing.T) {
 	assert.Contains(t, p, "# Current milestone (1 of 2)\n\n- [ ] fix Add\n  - handle overflow\n  - [ ] and negative numbers\n\n")
 	p = BuildPrompt(promptState(task, 1, nil, ""), "<promise>COMPLETE</promise>")
 	assert.Contains(t, p, "# Current milestone (2 of 2)\n\nadd Max\n\n")
+
+	// A run made when nested items were milestones of their own keeps its
+	// goals: the block of another item is not shown for one of them.
+	st := &state.State{Task: state.Task{Prompt: task}, Milestones: []state.Milestone{{Goal: "fix Add"}, {Goal: "and negative numbers"}, {Goal: "add Max"}}, MilestoneIndex: 1}
+	p = BuildPrompt(st, "<promise>COMPLETE</promise>")
+	assert.Contains(t, p, "# Current milestone (2 of 3)\n\nand negative numbers\n\n")
 }

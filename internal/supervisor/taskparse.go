@@ -52,7 +52,9 @@ func taskItems(task string) []taskItem {
 			}
 			continue
 		}
-		if m := fenceLine.FindStringSubmatch(line); m != nil {
+		// A backtick fence's info string holds no backtick: "```make```
+		// must pass" is inline code, not a fence.
+		if m := fenceLine.FindStringSubmatch(line); m != nil && (m[2][0] != '`' || !strings.Contains(line[len(m[0]):], "`")) {
 			fence = m[2]
 			continue
 		}
@@ -117,14 +119,18 @@ func Milestones(task string) []state.Milestone {
 }
 
 // milestoneBlock is the text of the task's i-th unchecked item with the
-// lines that belong to it, or "" when the task has no such item.
-func milestoneBlock(task string, i int) string {
+// lines that belong to it, or "" when the task has no such item or its
+// goal is not goal (a run made when the task was read otherwise).
+func milestoneBlock(task string, i int, goal string) string {
 	n := 0
 	for _, it := range taskItems(task) {
 		if it.checked {
 			continue
 		}
 		if n == i {
+			if it.goal != goal && !strings.HasPrefix(it.goal, strings.TrimSuffix(goal, "…")) {
+				return ""
+			}
 			return it.block
 		}
 		n++

@@ -63,3 +63,18 @@ func TestGatedShellScriptRunsAsWithoutTheGate(t *testing.T) {
 		assert.Contains(t, string(gated.Tail), ": 1: nosuchcommand-xyz", "the script's line numbers are its own")
 	}
 }
+
+// Only a program asked for as sh runs in the gate's own shell: another
+// name for the same file (a multi-call binary) is another program.
+func TestGateShellShortcutOnlyForSh(t *testing.T) {
+	_, ok := shellScript(gateShell, []string{"sh", "-c", "true"})
+	assert.True(t, ok)
+	_, ok = shellScript(gateShell, []string{"/bin/sh", "-c", "true"})
+	assert.True(t, ok)
+	_, ok = shellScript(gateShell, []string{"ash", "-c", "true"})
+	assert.False(t, ok)
+	_, ok = shellScript(gateShell, []string{"sh", "-e", "-c", "true"})
+	assert.False(t, ok)
+	_, ok = shellScript("/usr/bin/env", []string{"sh", "-c", "true"})
+	assert.False(t, ok)
+}

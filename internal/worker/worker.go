@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -50,11 +51,13 @@ const (
 )
 
 // shellScript reports whether argv is `sh -c SCRIPT [NAME ARGS...]` run by
-// the gate's own shell (path is the same file as gateShell), and returns
-// SCRIPT. The script goes after the gate's prefix on its first line, so
+// the gate's own shell (argv[0] is sh and path the same file as
+// gateShell), and returns SCRIPT. The script goes after the gate's prefix on its first line, so
 // the shell numbers its lines as it would have.
 func shellScript(path string, argv []string) (string, bool) {
-	if len(argv) < 3 || argv[1] != "-c" {
+	// Asked for as sh: a multi-call program (busybox) that is /bin/sh
+	// under another name would be another program.
+	if len(argv) < 3 || argv[1] != "-c" || filepath.Base(argv[0]) != "sh" {
 		return "", false
 	}
 	a, err := os.Stat(path)
@@ -99,7 +102,7 @@ type Spec struct {
 	// of the output) rather than the lines. The slice is reused after the
 	// call.
 	OnStdout func(chunk []byte)
-	KillNow      <-chan struct{} // closing it SIGKILLs the whole group at once (a second Ctrl+C)
+	KillNow  <-chan struct{} // closing it SIGKILLs the whole group at once (a second Ctrl+C)
 	// Stdout, when set, receives the whole of stdout instead of the log, the
 	// tail and OnStdoutLine, which then see stderr only (git's output is
 	// data, its stderr the message). A write error drops the rest of stdout
