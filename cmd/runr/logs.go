@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -210,7 +211,14 @@ func tickLog(runDir, id string, tick int) (string, error) {
 			names = append(names, e.Name())
 		}
 	}
-	sort.Strings(names)
+	// By tick number: tick-10000 comes after tick-9999.
+	sort.Slice(names, func(i, j int) bool {
+		a, b := logTick(names[i]), logTick(names[j])
+		if a != b {
+			return a < b
+		}
+		return names[i] < names[j]
+	})
 	if tick == 0 {
 		for i := len(names) - 1; i >= 0; i-- {
 			if strings.HasSuffix(names[i], "-"+state.PhaseImplement+".log") {
@@ -230,4 +238,19 @@ func tickLog(runDir, id string, tick int) (string, error) {
 		return "", stopreasons.Errorf(stopreasons.UsageError, "run %s has no output recorded for tick %d: `runr logs %s` lists its ticks", id, tick, id)
 	}
 	return filepath.Join(dir, match), nil
+}
+
+// logTick is the tick number of a log's name (tick-0042-verify.log), -1
+// when it has none.
+func logTick(name string) int {
+	rest, ok := strings.CutPrefix(name, "tick-")
+	if !ok {
+		return -1
+	}
+	digits, _, _ := strings.Cut(rest, "-")
+	n, err := strconv.Atoi(digits)
+	if err != nil {
+		return -1
+	}
+	return n
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
+	"unicode"
 
 	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/config"
@@ -30,12 +30,26 @@ type liveLine struct {
 	off   bool
 	mu    sync.Mutex
 	last  supervisor.Progress // the last status
-	act   string              // the agent's latest activity, shown below it
 	at    time.Time
 	drawn int // the lines on screen: 0, 1 (status) or 2 (and activity)
 	stopc chan struct{}
 	wg    sync.WaitGroup
+
+	// The agent's latest activity, shown below the status. It comes from
+	// the goroutine that drains the agent's output, which must never wait
+	// for the terminal: it only leaves the text here, under its own lock,
+	// and the refresh goroutine draws it.
+	actMu sync.Mutex
+	act   string
+	fresh bool // act changed since it was drawn
 }
+
+// drawEvery is how often a new activity is drawn on a terminal, and
+// statusEvery how often the status line's clock moves.
+const (
+	drawEvery   = 100 * time.Millisecond
+	statusEvery = time.Second
+)
 
 func newLiveLine(io *IOStreams, quiet bool) *liveLine {
 	l := &liveLine{io: io, off: quiet, stopc: make(chan struct{})}
@@ -52,46 +66,71 @@ func (l *liveLine) watching() bool { return !l.off && l.io.ErrTTY }
 
 func (l *liveLine) refresh() {
 	defer l.wg.Done()
-	t := time.NewTicker(time.Second)
+	t := time.NewTicker(drawEvery)
 	defer t.Stop()
+	var drawn time.Time
 	for {
 		select {
 		case <-l.stopc:
 			return
-		case <-t.C:
+		case now := <-t.C:
+			l.actMu.Lock()
+			fresh := l.fresh
+			l.actMu.Unlock()
+			if !fresh && now.Sub(drawn) < statusEvery {
+				continue
+			}
 			l.mu.Lock()
 			if l.drawn > 0 && l.last.Event != "stop" {
 				l.draw()
+				drawn = now
 			}
 			l.mu.Unlock()
 		}
 	}
 }
 
+func (l *liveLine) setActivity(text string) {
+	l.actMu.Lock()
+	l.act, l.fresh = text, true
+	l.actMu.Unlock()
+}
+
+func (l *liveLine) activity() string {
+	l.actMu.Lock()
+	defer l.actMu.Unlock()
+	l.fresh = false
+	return l.act
+}
+
 func (l *liveLine) update(p supervisor.Progress) {
 	if l.off {
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch p.Event {
-	case "activity":
+	if p.Event == "activity" {
 		if p.Activity == nil {
 			return
 		}
 		text := activityText(*p.Activity)
 		if l.io.ErrTTY {
-			l.act = text
-			l.draw()
-		} else if p.Activity.Kind != agents.ActivityOutput {
+			l.setActivity(text)
+			return
+		}
+		if p.Activity.Kind != agents.ActivityOutput {
+			l.mu.Lock()
 			fmt.Fprintln(l.io.Err, "runr:   "+text)
+			l.mu.Unlock()
 		}
 		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch p.Event {
 	case "tick_done":
 		if l.io.ErrTTY {
 			l.clear()
 			fmt.Fprintln(l.io.Err, fit(tickLine(p), l.io.ErrWidth()))
-			l.act = ""
+			l.setActivity("")
 			l.last, l.at = p, time.Now()
 			l.last.Event = "tick"
 			l.draw()
@@ -104,7 +143,7 @@ func (l *liveLine) update(p supervisor.Progress) {
 	l.last, l.at = p, time.Now()
 	if l.io.ErrTTY {
 		if p.Event == "tick" && p.Tick != prev.Tick {
-			l.act = ""
+			l.setActivity("")
 		}
 		l.draw()
 		return
@@ -126,9 +165,9 @@ func (l *liveLine) draw() {
 	var b strings.Builder
 	b.WriteString("\r\x1b[K")
 	b.WriteString(l.io.ErrPainter().Dim(fit(l.text(p), width)))
-	if l.act != "" || l.drawn == 2 {
+	if act := l.activity(); act != "" || l.drawn == 2 {
 		b.WriteString("\n\r\x1b[K")
-		b.WriteString(fit("  "+l.act, width))
+		b.WriteString(fit("  "+act, width))
 		b.WriteString("\x1b[1A")
 		l.drawn = 2
 	} else {
@@ -222,14 +261,47 @@ func activityText(a agents.Activity) string {
 	return "\" " + text
 }
 
-// fit cuts s to width columns, counting a rune as one column, with an
-// ellipsis where it was cut; width 0 leaves it whole.
+// fit makes s one line of at most width-1 columns of a terminal, with an
+// ellipsis where it was cut (a tab becomes a space, a wide character counts
+// two columns); width 0 leaves it whole.
 func fit(s string, width int) string {
-	if width <= 0 || utf8.RuneCountInString(s) < width {
+	s = strings.ReplaceAll(s, "\t", " ")
+	if width <= 0 || displayWidth(s) <= width-1 {
 		return s
 	}
-	r := []rune(s)
-	return string(r[:width-2]) + "…"
+	cols := 0
+	for i, r := range s {
+		w := runeColumns(r)
+		if cols+w > width-2 {
+			return s[:i] + "…"
+		}
+		cols += w
+	}
+	return s
+}
+
+func displayWidth(s string) int {
+	n := 0
+	for _, r := range s {
+		n += runeColumns(r)
+	}
+	return n
+}
+
+// runeColumns is how many columns a terminal gives r: none for a
+// combining mark, two for the wide characters of East Asian scripts and
+// most emoji, one otherwise.
+func runeColumns(r rune) int {
+	switch {
+	case unicode.Is(unicode.Mn, r), unicode.Is(unicode.Me, r), r == 0x200B:
+		return 0
+	case r >= 0x1100 && r <= 0x115F, r >= 0x2E80 && r <= 0xA4CF && r != 0x303F,
+		r >= 0xAC00 && r <= 0xD7A3, r >= 0xF900 && r <= 0xFAFF, r >= 0xFE30 && r <= 0xFE4F,
+		r >= 0xFF00 && r <= 0xFF60, r >= 0xFFE0 && r <= 0xFFE6, r >= 0x1F300 && r <= 0x1F64F,
+		r >= 0x1F900 && r <= 0x1F9FF, r >= 0x20000 && r <= 0x3FFFD:
+		return 2
+	}
+	return 1
 }
 
 // done clears the live line before the summary is printed.

@@ -25,3 +25,27 @@ func TestLiveLineTextIsVisible(t *testing.T) {
 	assert.Contains(t, out, `closest: custom\x1b[2J 50%`)
 	assert.Contains(t, out, `limit\x1b]0;pwned\x07\nnext`)
 }
+
+// The live line fits the terminal whatever the text: a wide character
+// takes two columns, a tab one, and the cut leaves room for the ellipsis.
+func TestFitCountsColumns(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		width int
+		want  string
+	}{
+		{"short", 80, "short"},
+		{"abcdefghij", 8, "abcdef…"},
+		{"日本語のテキスト", 8, "日本語…"},
+		{"a\tb", 80, "a b"},
+		{"e\u0301e\u0301e\u0301e\u0301", 4, "e\u0301e\u0301…"},
+		{"e\u0301e\u0301e\u0301", 4, "e\u0301e\u0301e\u0301"},
+		{"anything", 0, "anything"},
+	} {
+		got := fit(tc.in, tc.width)
+		assert.Equal(t, tc.want, got, "fit(%q, %d)", tc.in, tc.width)
+		if tc.width > 0 {
+			assert.LessOrEqual(t, displayWidth(got), tc.width-1)
+		}
+	}
+}

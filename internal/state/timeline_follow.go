@@ -54,6 +54,17 @@ func (t *TimelineFollower) Poll(fn func(Event) error) error {
 		}
 		t.f = f
 	}
+	// A resume cuts a torn last line off the timeline and appends after
+	// the cut: what was kept of the torn line is gone from the file.
+	if fi, err := t.f.Stat(); err == nil && fi.Size() < t.off {
+		t.off, t.partial, t.skip = fi.Size(), t.partial[:0], false
+	}
+	if len(t.partial) > 0 {
+		still := make([]byte, len(t.partial))
+		if n, _ := t.f.ReadAt(still, t.off); n < len(still) || !bytes.Equal(still, t.partial) {
+			t.partial = t.partial[:0]
+		}
+	}
 	buf := make([]byte, followChunk)
 	for {
 		n, err := t.f.ReadAt(buf, t.off+int64(len(t.partial)))

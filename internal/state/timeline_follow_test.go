@@ -57,3 +57,20 @@ func TestTimelineFollowerReadsAGrowingFile(t *testing.T) {
 	write(b.String())
 	assert.Len(t, pollTypes(t, f), 3000)
 }
+
+// A torn last line that a resume cuts off is dropped, and the events
+// appended after the cut are read whole.
+func TestTimelineFollowerAfterACut(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "timeline.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(`{"seq":1,"type":"run_started","tick":0}`+"\n"+`{"seq":2,"type":"ti`), 0o644))
+	f := FollowTimeline(path, 0)
+	defer f.Close()
+	assert.Equal(t, []string{"run_started"}, pollTypes(t, f))
+	require.NoError(t, os.Truncate(path, int64(len(`{"seq":1,"type":"run_started","tick":0}`+"\n"))))
+	w, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = w.WriteString(`{"seq":2,"type":"run_resumed","tick":0}` + "\n")
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	assert.Equal(t, []string{"run_resumed"}, pollTypes(t, f))
+}

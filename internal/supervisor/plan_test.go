@@ -2,9 +2,13 @@ package supervisor
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,7 +43,9 @@ func TestDryRunStopsAsTheRunWould(t *testing.T) {
 				tc.setup(r)
 			}
 			sup := r.supervisor()
+			before := treeListing(t, r.store.Home, r.repo)
 			plan := DryRun(context.Background(), sup.o)
+			assert.Equal(t, before, treeListing(t, r.store.Home, r.repo), "a dry run writes nothing in the store or the checkout")
 			ids, err := r.store.List()
 			require.NoError(t, err)
 			assert.Empty(t, ids, "a dry run creates no run")
@@ -74,4 +80,29 @@ func TestDryRunStopsAsTheRunWould(t *testing.T) {
 			}
 		})
 	}
+}
+
+// treeListing is every path under the dirs with its size and time, to tell
+// whether anything was written there.
+func treeListing(t *testing.T, dirs ...string) []string {
+	t.Helper()
+	var out []string
+	for _, dir := range dirs {
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			info, err := d.Info()
+			if err != nil {
+				return nil // gone while walking: the walk says so by its absence
+			}
+			out = append(out, fmt.Sprintf("%s %d %s", p, info.Size(), info.ModTime().Format(time.RFC3339Nano)))
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	return out
 }
