@@ -73,7 +73,8 @@ FUZZ_TARGETS := \
 	state:FuzzLoadFile state:FuzzTimelineReader \
 	supervisor:FuzzMilestones \
 	agents:FuzzClaudeParser agents:FuzzCodexParser agents:FuzzGeminiParser \
-	agents:FuzzOpencodeParser agents:FuzzAiderParser agents:FuzzCommandParser
+	agents:FuzzOpencodeParser agents:FuzzAiderParser agents:FuzzCommandParser \
+	agents:FuzzSignalDetector agents:FuzzAiderErrorFilter
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
