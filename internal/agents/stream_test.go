@@ -46,15 +46,10 @@ func TestMain(m *testing.M) {
 
 var produceLine = append(bytes.Repeat([]byte("0123456789abcdef"), 5)[:79], '\n')
 
-// runCommandAgent runs the test binary as a command agent printing size bytes
-// the way the supervisor runs an agent call: through worker.Run, to a log,
-// every stdout line to the adapter's parser.
-func runCommandAgent(tb testing.TB, size int64, logPath string) (Result, worker.Result) {
-	return runCommandAgentChunks(tb, size, logPath, false)
-}
-
-// runCommandAgentChunks is runCommandAgent; with chunks the parser gets
-// stdout's chunks too, as the supervisor hands them over.
+// runCommandAgentChunks runs the test binary as a command agent printing
+// size bytes the way the supervisor runs an agent call: through worker.Run,
+// to a log, every stdout line to the adapter's parser, and with chunks
+// stdout's chunks too.
 func runCommandAgentChunks(tb testing.TB, size int64, logPath string, chunks bool) (Result, worker.Result) {
 	tb.Helper()
 	exe, err := os.Executable()
