@@ -317,41 +317,27 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 	st := s.st
 	// In the user's checkout, the dirty check's status is the baseline's.
 	var base guard.Baseline
-	var err error
 	if !st.Flags.Worktree {
-		// The snapshot reads the same tree as the dirty check and needs
-		// nothing of it: both run at once, and the run's first call comes
-		// sooner.
-		type snapResult struct {
-			snap *guard.Snapshot
-			err  error
-		}
-		snapc := make(chan snapResult, 1)
-		go func() {
-			snap, err := guard.TakeSnapshot(ctx, s.dir)
-			snapc <- snapResult{snap, err}
-		}()
 		changes, _, sp := s.checkDirty(ctx)
-		snap := <-snapc
 		if sp != nil {
 			return sp
 		}
+		var err error
 		if base, err = guard.BaselineOf(ctx, s.o.Repo, changes); err != nil {
-			return internalStop(err)
-		}
-		if s.snap, err = snap.snap, snap.err; err != nil {
 			return internalStop(err)
 		}
 	} else {
 		if stop := s.ensureWorktree(ctx); stop != nil {
 			return stop
 		}
+		var err error
 		if base, err = guard.TakeBaseline(ctx, s.dir); err != nil {
 			return internalStop(err)
 		}
-		if s.snap, err = guard.TakeSnapshot(ctx, s.dir); err != nil {
-			return internalStop(err)
-		}
+	}
+	var err error
+	if s.snap, err = guard.TakeSnapshot(ctx, s.dir); err != nil {
+		return internalStop(err)
 	}
 	if err := s.saveSnapshot(); err != nil {
 		return internalStop(err)
