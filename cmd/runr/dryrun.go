@@ -150,7 +150,7 @@ func printDryRun(ios *IOStreams, plan *supervisor.Plan, cfg *config.Config, flag
 		if i == 0 {
 			key = "verify"
 		}
-		row(key, "%s (timeout %s)", stopreasons.VisibleLine(c), shortDuration(cfg.Verify.Timeout))
+		row(key, "%s (timeout %s)", stopreasons.VisibleLine(c), config.FormatDuration(cfg.Verify.Timeout))
 	}
 	if len(cfg.Review.Command) == 0 {
 		row("review", "none")
@@ -256,7 +256,7 @@ func agentLine(a supervisor.PlanAgent, cfg *config.Config) string {
 	if cfg.Agent.Model != "" {
 		s += " · model " + stopreasons.VisibleLine(cfg.Agent.Model)
 	}
-	return s + fmt.Sprintf(" · timeout %s · idle timeout %s", shortDuration(cfg.Agent.Timeout), shortDuration(cfg.Agent.IdleTimeout))
+	return s + fmt.Sprintf(" · timeout %s · idle timeout %s", config.FormatDuration(cfg.Agent.Timeout), config.FormatDuration(cfg.Agent.IdleTimeout))
 }
 
 func listOr(list []string, none string) string {
@@ -266,23 +266,11 @@ func listOr(list []string, none string) string {
 	return stopreasons.VisibleLine(strings.Join(list, ", "))
 }
 
-// shortDuration is "30m" rather than "30m0s".
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
-
 func offDuration(d time.Duration) string {
 	if d <= 0 {
 		return "off"
 	}
-	return shortDuration(d)
+	return config.FormatDuration(d)
 }
 
 func offInt(n int64) string {

@@ -212,8 +212,8 @@ func nest(flat map[string]any) map[string]any {
 	return out
 }
 
-// formatDuration writes a duration the way a person would: 30m, 1h30m, 5s.
-func formatDuration(d time.Duration) string {
+// FormatDuration writes a duration the way a person would: 30m, 1h30m, 5s.
+func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")

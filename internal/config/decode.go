@@ -134,15 +134,15 @@ func durations(s *setting) (any, error) {
 	switch s.kind {
 	case kindDuration:
 		d, err := parseDuration(s.src, s.value)
-		return s.done(d, formatDuration(d), err)
+		return s.done(d, FormatDuration(d), err)
 	case kindBudgetTime:
 		d, err := parseBudgetTime(s.src, s.value)
-		return s.done(d, formatDuration(d), err)
+		return s.done(d, FormatDuration(d), err)
 	case kindDurations:
 		ds, err := parseDurations(s.src, s.value)
 		shown := make([]string, len(ds))
 		for i, d := range ds {
-			shown[i] = formatDuration(d)
+			shown[i] = FormatDuration(d)
 		}
 		return s.done(ds, shown, err)
 	}

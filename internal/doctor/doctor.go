@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
@@ -601,14 +602,7 @@ func duration(ms int64) string {
 	if d == 0 {
 		return "0s"
 	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	return config.FormatDuration(d)
 }
 
 func usd(v float64) string { return fmt.Sprintf("$%.2f", v) }
