@@ -73,9 +73,6 @@ for a workflow step). --json and --markdown are short for --format json and
 // reasonsFormat settles --format with its aliases --json and --markdown.
 func reasonsFormat(opts *ReasonsOptions) (string, error) {
 	format := opts.Format
-	if format == "" {
-		format = FormatTable
-	}
 	if !slices.Contains(ReasonsFormats, format) {
 		return "", stopreasons.Errorf(stopreasons.UsageError, "--format %s: no such format (formats: %s)", format, strings.Join(ReasonsFormats, ", "))
 	}
