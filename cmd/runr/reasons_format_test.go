@@ -265,3 +265,36 @@ func TestReasonsFormats(t *testing.T) {
 func TestCompleteReasonsFormat(t *testing.T) {
 	assert.Equal(t, ReasonsFormats, complete(t, "reasons", "--format", ""))
 }
+
+// The Job of docs/cli.md carries the policy this runr prints.
+func TestDocsJobExampleHasTheGeneratedPolicy(t *testing.T) {
+	b, err := os.ReadFile("../../docs/cli.md")
+	require.NoError(t, err)
+	_, rest, found := strings.Cut(string(b), "```yaml\napiVersion: batch/v1\nkind: Job\n")
+	require.True(t, found, "docs/cli.md has a Job example")
+	manifest, _, found := strings.Cut(rest, "```")
+	require.True(t, found)
+	var job struct {
+		Spec struct {
+			BackoffLimit     *int32           `yaml:"backoffLimit"`
+			PodFailurePolicy podFailurePolicy `yaml:"podFailurePolicy"`
+			Template         struct {
+				Spec struct {
+					RestartPolicy string `yaml:"restartPolicy"`
+					Containers    []struct {
+						Name string `yaml:"name"`
+					} `yaml:"containers"`
+				} `yaml:"spec"`
+			} `yaml:"template"`
+		} `yaml:"spec"`
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(manifest), &job))
+	assert.Equal(t, "Never", job.Spec.Template.Spec.RestartPolicy, "podFailurePolicy requires restartPolicy Never")
+	require.NotNil(t, job.Spec.BackoffLimit)
+	require.Len(t, job.Spec.Template.Spec.Containers, 1)
+	assert.Equal(t, defaultK8sContainer, job.Spec.Template.Spec.Containers[0].Name)
+
+	policy, err := K8sPodFailurePolicy(stopreasons.All(), defaultK8sContainer)
+	require.NoError(t, err)
+	assert.Equal(t, decodePolicy(t, policy), job.Spec.PodFailurePolicy, "docs/cli.md's Job example: paste 'runr reasons --format k8s-pod-failure-policy'")
+}
