@@ -156,6 +156,7 @@ func addCompletions(root *cobra.Command, f *Factory) {
 			}
 		case "reasons":
 			cmd.ValidArgsFunction = completeReasons
+			flag(cmd, "format", completeList(ReasonsFormats))
 		case "init", "version", "prune":
 			cmd.ValidArgsFunction = cobra.NoFileCompletions
 		}

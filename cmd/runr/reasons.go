@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -16,11 +17,14 @@ import (
 
 // ReasonsOptions are the parsed arguments of `runr reasons`.
 type ReasonsOptions struct {
-	IO       *IOStreams
-	Code     string
-	Family   string
-	JSON     bool
-	Markdown bool
+	IO     *IOStreams
+	Code   string
+	Family string
+	// Format is one of ReasonsFormats; --json and --markdown are its aliases.
+	Format    string
+	JSON      bool
+	Markdown  bool
+	Container string
 }
 
 // NewCmdReasons builds `runr reasons`; runF, when a test passes one, gets
@@ -28,15 +32,24 @@ type ReasonsOptions struct {
 func NewCmdReasons(f *Factory, runF func(*ReasonsOptions) error) *cobra.Command {
 	opts := &ReasonsOptions{IO: f.IO}
 	cmd := &cobra.Command{
-		Use:   "reasons [CODE|EXIT]",
+		Use:   "reasons [CODE|EXIT] [--format FORMAT]",
 		Short: "List every stop reason with its exit code, or explain one",
 		Long: `List every stop reason runr can stop with: its code, exit code, family,
 category, whether --auto-resume retries it, and its title. With a CODE (e.g.
 timeout) or an exit code (e.g. 124), print that reason in full with its
-diagnosis and next actions.`,
+diagnosis and next actions.
+
+--format prints the registry for another reader: table (the default), json,
+markdown (docs/stop-reasons.md), k8s-pod-failure-policy (a Kubernetes Job's
+podFailurePolicy: auto-resumable exit codes Count, the other non-zero ones
+FailJob, a pod disruption Ignore) or github (a sh case on runr's exit code
+for a workflow step). --json and --markdown are short for --format json and
+--format markdown.`,
 		Example: `  runr reasons
   runr reasons timeout
-  runr reasons 124`,
+  runr reasons 124
+  runr reasons --format k8s-pod-failure-policy --container agent
+  runr reasons --format github > runr-exit.sh`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -50,17 +63,67 @@ diagnosis and next actions.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Family, "family", "", "only the reasons of this family")
-	fl.BoolVar(&opts.JSON, "json", false, "print the registry as a JSON array")
-	fl.BoolVar(&opts.Markdown, "markdown", false, "print the table of docs/stop-reasons.md")
+	fl.StringVar(&opts.Format, "format", FormatTable, "output format: "+strings.Join(ReasonsFormats, ", "))
+	fl.BoolVar(&opts.JSON, "json", false, "print the registry as a JSON array (--format json)")
+	fl.BoolVar(&opts.Markdown, "markdown", false, "print docs/stop-reasons.md (--format markdown)")
+	fl.StringVar(&opts.Container, "container", defaultK8sContainer, "k8s-pod-failure-policy: the name of runr's container in the pod")
 	return cmd
 }
 
-func reasonsRun(opts *ReasonsOptions) error {
-	if opts.JSON && opts.Markdown {
-		return stopreasons.Errorf(stopreasons.UsageError, "--json and --markdown cannot be used together")
+// reasonsFormat settles --format with its aliases --json and --markdown.
+func reasonsFormat(opts *ReasonsOptions) (string, error) {
+	format := opts.Format
+	if !slices.Contains(ReasonsFormats, format) {
+		return "", stopreasons.Errorf(stopreasons.UsageError, "--format %s: no such format (formats: %s)", format, strings.Join(ReasonsFormats, ", "))
 	}
-	if opts.Markdown {
+	if opts.JSON && opts.Markdown {
+		return "", stopreasons.Errorf(stopreasons.UsageError, "--json and --markdown cannot be used together")
+	}
+	for _, alias := range []struct {
+		set    bool
+		flag   string
+		format string
+	}{{opts.JSON, "--json", FormatJSON}, {opts.Markdown, "--markdown", FormatMarkdown}} {
+		if !alias.set {
+			continue
+		}
+		if format != FormatTable && format != alias.format {
+			return "", stopreasons.Errorf(stopreasons.UsageError, "%s is --format %s and cannot be used with --format %s", alias.flag, alias.format, format)
+		}
+		format = alias.format
+	}
+	return format, nil
+}
+
+func reasonsRun(opts *ReasonsOptions) error {
+	format, err := reasonsFormat(opts)
+	if err != nil {
+		return err
+	}
+	if opts.Container != defaultK8sContainer && format != FormatK8sPodFailurePolicy {
+		return stopreasons.Errorf(stopreasons.UsageError, "--container goes with --format %s only", FormatK8sPodFailurePolicy)
+	}
+	switch format {
+	case FormatMarkdown, FormatK8sPodFailurePolicy, FormatGitHub:
+		// A policy or a script that covered part of the registry would
+		// treat the codes it left out as Kubernetes's or the shell's default.
+		if opts.Code != "" || opts.Family != "" {
+			return stopreasons.Errorf(stopreasons.UsageError, "--format %s covers the whole registry: it takes no CODE or --family", format)
+		}
+	}
+	switch format {
+	case FormatMarkdown:
 		_, err := io.WriteString(opts.IO.Out, ReasonsMarkdown())
+		return err
+	case FormatK8sPodFailurePolicy:
+		policy, err := K8sPodFailurePolicy(stopreasons.All(), opts.Container)
+		if err != nil {
+			return err
+		}
+		_, err = io.WriteString(opts.IO.Out, policy)
+		return err
+	case FormatGitHub:
+		_, err := io.WriteString(opts.IO.Out, GitHubCaseSnippet(stopreasons.All()))
 		return err
 	}
 	rows := stopreasons.All()
@@ -88,7 +151,7 @@ func reasonsRun(opts *ReasonsOptions) error {
 		}
 		rows = []stopreasons.Reason{r}
 	}
-	if opts.JSON {
+	if format == FormatJSON {
 		return writeJSON(opts.IO.Out, rows)
 	}
 	if opts.Code != "" {

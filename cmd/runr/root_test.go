@@ -34,7 +34,7 @@ func TestCommandsTakeARef(t *testing.T) {
 
 	var reasons *ReasonsOptions
 	require.NoError(t, execute(t, NewCmdReasons(testFactory(), func(o *ReasonsOptions) error { reasons = o; return nil }), "timeout", "--family", "user", "--markdown"))
-	assert.Equal(t, ReasonsOptions{IO: reasons.IO, Code: "timeout", Family: "user", Markdown: true}, *reasons)
+	assert.Equal(t, ReasonsOptions{IO: reasons.IO, Code: "timeout", Family: "user", Format: FormatTable, Markdown: true, Container: "runr"}, *reasons)
 }
 
 // The global flags reach a command's dependencies: --home is where the
