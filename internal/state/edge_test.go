@@ -27,7 +27,7 @@ func TestCreateRunWritesStateAndConfigTogether(t *testing.T) {
 	assert.Empty(t, hidden, "no creation directory is left")
 
 	err = s.CreateRun(&State{RunID: st.RunID}, nil)
-	assert.Equal(t, stopreasons.InternalError, stopreasons.CodeOf(err), "an existing run is never replaced: %v", err)
+	assert.Equal(t, stopreasons.RunLocked, stopreasons.CodeOf(err), "an existing run is never replaced: %v", err)
 	got, err := s.Load(st.RunID)
 	require.NoError(t, err)
 	assert.Equal(t, stopreasons.RunRunning, got.RunStatus)

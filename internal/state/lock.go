@@ -51,7 +51,19 @@ func (s *Store) Acquire(id string) (*Lock, error) {
 	if err := s.mustExist(id); err != nil {
 		return nil, err
 	}
-	path := s.lockPath(id)
+	l, err := newLock(id, s.lockPath(id))
+	if err != nil {
+		return nil, err
+	}
+	// Holding the lock, this process is the only writer of the run: what
+	// an earlier runr killed in the middle of a write left is garbage now.
+	s.removeRunTemps(id)
+	return l, nil
+}
+
+// newLock takes the lock at path, the lock file of run id, without
+// waiting, and writes this process's info into it.
+func newLock(id, path string) (*Lock, error) {
 	// The lock file is opened read-write so the same path can carry the
 	// holder's info. It is never renamed or removed: a process that opened
 	// the old inode would then lock a file nobody else looks at. Its
@@ -94,9 +106,6 @@ func (s *Store) Acquire(id string) (*Lock, error) {
 		fl.Unlock()
 		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "write lock info to %s", path)
 	}
-	// Holding the lock, this process is the only writer of the run: what
-	// an earlier runr killed in the middle of a write left is garbage now.
-	s.removeRunTemps(id)
 	return l, nil
 }
 

@@ -8,6 +8,7 @@
 package state
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -113,10 +114,15 @@ func NewRunID(now time.Time) string {
 	return now.UTC().Format(runIDTimeForm) + "-" + hex.EncodeToString(b[:])
 }
 
-// ValidRunID reports whether id has exactly the form NewRunID makes
-// (20261121T230017Z-3f9a1c). Anything else is refused, so no id can name a
-// path outside the store.
+// ValidRunID reports whether id is a run id: the form NewRunID makes
+// (20261121T230017Z-3f9a1c) or a name given with --run-id (ValidRunName).
+// Anything else is refused, so no id can name a path outside the store.
 func ValidRunID(id string) bool {
+	return generatedID(id) || ValidRunName(id)
+}
+
+// generatedID reports whether id has exactly the form NewRunID makes.
+func generatedID(id string) bool {
 	if len(id) != len("20261121T230017Z-3f9a1c") {
 		return false
 	}
@@ -142,6 +148,38 @@ func ValidRunID(id string) bool {
 	return true
 }
 
+// ValidRunName reports whether name may be given as a run id with
+// `runr run --run-id`: [a-z0-9][a-z0-9._-]{0,62}, and not "latest".
+func ValidRunName(name string) bool {
+	if len(name) == 0 || len(name) > 63 || name == Latest {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+		if i > 0 {
+			ok = ok || c == '.' || c == '_' || c == '-'
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckRunName returns usage_error unless name may be given with --run-id.
+func CheckRunName(name string) error {
+	if ValidRunName(name) {
+		return nil
+	}
+	if name == Latest {
+		return stopreasons.Errorf(stopreasons.UsageError,
+			"--run-id %s: %q names the run created last and cannot be a run id; choose another name", name, Latest)
+	}
+	return stopreasons.Errorf(stopreasons.UsageError,
+		"--run-id %q: a run id is 1 to 63 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit (e.g. --run-id nightly-2026-11-21)", name)
+}
+
 func checkID(id string) error {
 	if ValidRunID(id) {
 		return nil
@@ -151,7 +189,7 @@ func checkID(id string) error {
 			"the run id is empty: give an id like 20261121T230017Z-3f9a1c, or %q; `runr status` lists the runs", Latest)
 	}
 	return stopreasons.Errorf(stopreasons.UsageError,
-		"%q is not a run id: an id looks like 20261121T230017Z-3f9a1c, or use %q; `runr status` lists the runs", id, Latest)
+		"%q is not a run id: an id looks like 20261121T230017Z-3f9a1c or a --run-id name (a-z, 0-9, '.', '_', '-'), or use %q; `runr status` lists the runs", id, Latest)
 }
 
 // CheckRef returns usage_error unless ref is "latest" or has the form of a
@@ -219,20 +257,34 @@ func (s *Store) List() ([]string, error) {
 			ids = append(ids, e.Name())
 		}
 	}
-	// Ids sort by their creation second; runs created within the same
-	// second are ordered by the created_at their state.json records, so
-	// that "latest" is the run created last.
-	slices.Sort(ids)
+	// Generated ids sort by their creation second, a --run-id name by
+	// the created_at its state.json records (to the second); runs created
+	// within the same second are ordered by their created_at, so that
+	// "latest" is the run created last.
+	second := make(map[string]string, len(ids))
+	created := map[string]time.Time{}
+	for _, id := range ids {
+		if generatedID(id) {
+			second[id] = idSecond(id)
+		} else {
+			created[id] = s.createdAt(id)
+			second[id] = created[id].UTC().Format(runIDTimeForm)
+		}
+	}
+	slices.SortFunc(ids, func(a, b string) int {
+		return cmp.Or(strings.Compare(second[a], second[b]), strings.Compare(a, b))
+	})
 	for i := 0; i < len(ids); {
 		j := i + 1
-		for j < len(ids) && idSecond(ids[j]) == idSecond(ids[i]) {
+		for j < len(ids) && second[ids[j]] == second[ids[i]] {
 			j++
 		}
 		if j-i > 1 {
 			same := ids[i:j]
-			created := make(map[string]time.Time, len(same))
 			for _, id := range same {
-				created[id] = s.createdAt(id)
+				if _, ok := created[id]; !ok {
+					created[id] = s.createdAt(id)
+				}
 			}
 			slices.SortStableFunc(same, func(a, b string) int { return created[a].Compare(created[b]) })
 		}
@@ -241,7 +293,7 @@ func (s *Store) List() ([]string, error) {
 	return ids, nil
 }
 
-// idSecond is the time part of a run id.
+// idSecond is the time part of a generated run id.
 func idSecond(id string) string {
 	before, _, _ := strings.Cut(id, "-")
 	return before
@@ -276,21 +328,47 @@ func (s *Store) StatePath(id string) string {
 // without a config.json).
 func (s *Store) Create(st *State) error { return s.CreateRun(st, nil) }
 
+// CreateRun makes a new run (see CreateRunLocked) and leaves it unlocked.
+func (s *Store) CreateRun(st *State, config any) error {
+	l, err := s.create(st, config, false)
+	release(l)
+	return err
+}
+
+// CreateRunLocked is CreateRun returning the new run's lock, taken before
+// the run appears in runs/: no other runr can see the run unheld and take
+// it for a crashed one (a --run-id given to two runr at once).
+func (s *Store) CreateRunLocked(st *State, config any) (*Lock, error) {
+	return s.create(st, config, true)
+}
+
+func release(l *Lock) {
+	if l != nil {
+		l.Release()
+	}
+}
+
+func existsError(id, dir string) error {
+	return stopreasons.Errorf(stopreasons.RunLocked,
+		"run %s already exists (%s): another runr created it; `runr status %s` shows it", id, dir, id)
+}
+
 // CreateRun makes the directory of a new run holding its first state.json
 // and, unless config is nil, config.json (the settings the run starts
 // with). The run appears whole or not at all: it is built under a hidden
 // name in runs/ (.creating-<id>-<pid>, which List never shows), synced,
 // then renamed into place, so a runr killed at any instant leaves either no
 // run or a complete one; a leftover hidden directory is removed by Sweep.
-// It refuses an id that already exists rather than overwrite a run.
-func (s *Store) CreateRun(st *State, config any) error {
+// It refuses an id that already exists rather than overwrite a run
+// (run_locked: another runr made it).
+func (s *Store) create(st *State, config any, locked bool) (*Lock, error) {
 	if err := checkID(st.RunID); err != nil {
-		return err
+		return nil, err
 	}
 	runs := filepath.Join(s.Home, runsDir)
 	dir := s.RunDir(st.RunID)
 	if _, err := os.Lstat(dir); err == nil {
-		return stopreasons.Errorf(stopreasons.InternalError, "run directory %s already exists", dir)
+		return nil, existsError(st.RunID, dir)
 	}
 	if st.CreatedAt.IsZero() {
 		st.CreatedAt = time.Now().UTC()
@@ -314,7 +392,7 @@ func (s *Store) CreateRun(st *State, config any) error {
 	}
 	tmp := filepath.Join(runs, fmt.Sprintf("%s%s-%d", creatingDir, st.RunID, os.Getpid()))
 	if err := os.Mkdir(tmp, 0o755); err != nil {
-		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err,
+		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err,
 			"create run directory in %s; make the run store writable or choose another with --home", s.Home)
 	}
 	done := false
@@ -324,35 +402,47 @@ func (s *Store) CreateRun(st *State, config any) error {
 		}
 	}()
 	if err := os.Mkdir(filepath.Join(tmp, logsDir), 0o755); err != nil {
-		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "create log directory of run %s", st.RunID)
+		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "create log directory of run %s", st.RunID)
 	}
 	for _, f := range files {
 		data := f.raw
 		if data == nil {
 			b, err := json.MarshalIndent(f.v, "", "  ")
 			if err != nil {
-				return stopreasons.Wrap(stopreasons.InternalError, err, "encode %s of run %s", f.name, st.RunID)
+				return nil, stopreasons.Wrap(stopreasons.InternalError, err, "encode %s of run %s", f.name, st.RunID)
 			}
 			data = append(b, '\n')
 		}
 		if err := writeNew(filepath.Join(tmp, f.name), data); err != nil {
-			return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "create run %s", st.RunID)
+			return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "create run %s", st.RunID)
 		}
 	}
 	if err := syncDir(tmp); err != nil {
-		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "create run %s", st.RunID)
+		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "create run %s", st.RunID)
+	}
+	var lock *Lock
+	if locked {
+		var err error
+		if lock, err = newLock(st.RunID, filepath.Join(tmp, lockFile)); err != nil {
+			return nil, err
+		}
 	}
 	if err := renameNoReplace(tmp, dir); err != nil {
+		release(lock)
 		if errors.Is(err, fs.ErrExist) {
-			return stopreasons.Errorf(stopreasons.InternalError, "run directory %s already exists", dir)
+			return nil, existsError(st.RunID, dir)
 		}
-		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "create run %s", st.RunID)
+		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "create run %s", st.RunID)
 	}
 	done = true
-	if err := syncDir(runs); err != nil {
-		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "create run %s", st.RunID)
+	if lock != nil {
+		lock.path = s.lockPath(st.RunID) // the same file, renamed with its directory
 	}
-	return nil
+	if err := syncDir(runs); err != nil {
+		release(lock)
+		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "create run %s", st.RunID)
+	}
+	return lock, nil
 }
 
 // writeNew creates path, which must not exist, with data, and syncs it.

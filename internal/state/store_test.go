@@ -42,6 +42,18 @@ func TestValidRunID(t *testing.T) {
 		{"../../../../etc/passwd", false},
 		{"20261121T230017Z/../..x", false},
 		{" 20261121T230017Z-3f9a1c", false},
+		// --run-id names
+		{"nightly", true},
+		{"0", true},
+		{"job-7.retry_2", true},
+		{strings.Repeat("a", 63), true},
+		{strings.Repeat("a", 64), false},
+		{"Nightly", false},
+		{"-x", false},
+		{".x", false},
+		{"../x", false},
+		{"a/b", false},
+		{"a b", false},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, ValidRunID(tt.id), "%q", tt.id)
@@ -94,7 +106,7 @@ func TestResolveAndList(t *testing.T) {
 		ids = append(ids, st.RunID)
 	}
 	// Stray entries in runs/ are not runs.
-	require.NoError(t, os.Mkdir(filepath.Join(s.Home, "runs", "notes"), 0o755))
+	require.NoError(t, os.Mkdir(filepath.Join(s.Home, "runs", "Notes"), 0o755))
 
 	list, err := s.List()
 	require.NoError(t, err)
@@ -111,7 +123,8 @@ func TestResolveAndList(t *testing.T) {
 		{ref: ids[0], want: ids[0]},
 		{ref: unknown, code: stopreasons.RunNotFound, mentions: []string{unknown, "runr status"}},
 		{ref: "", code: stopreasons.UsageError},
-		{ref: "notes", code: stopreasons.UsageError, mentions: []string{`"notes"`}},
+		{ref: "Notes", code: stopreasons.UsageError, mentions: []string{`"Notes"`}},
+		{ref: "notes", code: stopreasons.RunNotFound, mentions: []string{"notes"}},
 		{ref: "../../etc", code: stopreasons.UsageError},
 		// Upper-case hex is not an id (a random suffix may have no letter to
 		// upper-case, so the test spells one out).
@@ -174,7 +187,7 @@ func TestCreateSaveLoad(t *testing.T) {
 	assert.Equal(t, 124, got.StopReason.ExitCode)
 	assert.True(t, got.UpdatedAt.Equal(st.UpdatedAt))
 
-	_, err = s.Load("nope")
+	_, err = s.Load("Nope")
 	assert.Equal(t, stopreasons.UsageError, stopreasons.CodeOf(err))
 	_, err = s.Load(NewRunID(time.Now().Add(time.Hour)))
 	assert.Equal(t, stopreasons.RunNotFound, stopreasons.CodeOf(err))
@@ -347,4 +360,52 @@ func TestLockInProcess(t *testing.T) {
 
 	_, err = s.Acquire(NewRunID(time.Now().Add(time.Hour)))
 	assert.Equal(t, stopreasons.RunNotFound, stopreasons.CodeOf(err))
+}
+
+func TestNamedRuns(t *testing.T) {
+	s := boundStore(t)
+	base := time.Date(2026, 11, 21, 23, 0, 17, 0, time.UTC)
+	// A name says nothing of when its run was created: List and latest
+	// go by the created_at of its state.
+	older := &State{RunID: NewRunID(base), CreatedAt: base}
+	require.NoError(t, s.Create(older))
+	named := &State{RunID: "aaa-nightly", CreatedAt: base.Add(time.Hour)}
+	require.NoError(t, s.Create(named))
+	early := &State{RunID: "zzz-early", CreatedAt: base.Add(-time.Hour)}
+	require.NoError(t, s.Create(early))
+	newer := &State{RunID: NewRunID(base.Add(2 * time.Hour)), CreatedAt: base.Add(2 * time.Hour)}
+	require.NoError(t, s.Create(newer))
+
+	list, err := s.List()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"zzz-early", older.RunID, "aaa-nightly", newer.RunID}, list)
+	require.NoError(t, os.RemoveAll(s.RunDir(newer.RunID)))
+	latest, err := s.Resolve(Latest)
+	require.NoError(t, err)
+	assert.Equal(t, "aaa-nightly", latest)
+
+	got, err := s.Load("aaa-nightly")
+	require.NoError(t, err)
+	assert.Equal(t, "aaa-nightly", got.RunID)
+	for _, bad := range []string{"Nightly", "latest", "../x", strings.Repeat("a", 64), ""} {
+		assert.Equal(t, stopreasons.UsageError, stopreasons.CodeOf(CheckRunName(bad)), "%q", bad)
+	}
+	assert.NoError(t, CheckRunName("aaa-nightly"))
+}
+
+func TestCreateRunLockedHoldsTheNewRun(t *testing.T) {
+	s := boundStore(t)
+	lock, err := s.CreateRunLocked(&State{RunID: "job-1"}, nil)
+	require.NoError(t, err)
+	live, _, err := s.Locked("job-1")
+	require.NoError(t, err)
+	assert.True(t, live, "the run is held as soon as it exists")
+	_, err = s.Acquire("job-1")
+	assert.Equal(t, stopreasons.RunLocked, stopreasons.CodeOf(err))
+	_, err = s.CreateRunLocked(&State{RunID: "job-1"}, nil)
+	assert.Equal(t, stopreasons.RunLocked, stopreasons.CodeOf(err), "an existing id is refused: %v", err)
+	require.NoError(t, lock.Release())
+	again, err := s.Acquire("job-1")
+	require.NoError(t, err)
+	again.Release()
 }

@@ -51,6 +51,9 @@ type Options struct {
 	// person watches.
 	LiveOutput bool
 	Now        func() time.Time
+	// RunID is the id of the run Start creates (runr run --run-id); ""
+	// makes a fresh one (state.NewRunID).
+	RunID string
 }
 
 // Progress is what the live line shows.
@@ -135,17 +138,19 @@ func (s *Supervisor) State() *state.State { return s.st }
 // be created. The lock stays held for the caller (HeldLock).
 func (s *Supervisor) Start(ctx context.Context) (*state.State, error) {
 	now := s.o.Now().UTC()
-	id := state.NewRunID(now)
+	id := s.o.RunID
+	if id == "" {
+		id = state.NewRunID(now)
+	}
 	st := s.newState(id, now)
 	milestones := st.Milestones
-	if err := s.store.CreateRun(st, s.cfg.Raw); err != nil {
+	// Locked as it appears, so that no other runr given the same id takes
+	// the new run for a crashed one.
+	lock, err := s.store.CreateRunLocked(st, s.cfg.Raw)
+	if err != nil {
 		return nil, err
 	}
 	s.st = st
-	lock, err := s.store.Acquire(id)
-	if err != nil {
-		return st, err
-	}
 	s.lock = lock
 	defer s.release()
 	if err := s.openRunFiles(); err != nil {
