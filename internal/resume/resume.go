@@ -8,6 +8,7 @@
 package resume
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -40,6 +41,10 @@ type Request struct {
 	Force bool
 	// DryRun (--plan) takes no lock and changes nothing.
 	DryRun bool
+	// Total makes Grant the run's total budget rather than more on top
+	// (`runr run --run-id` again): a limit given is the limit, and a run
+	// that has used it up is refused with ErrSpent.
+	Total bool
 	// Config says where the current settings come from: runr.yaml (or
 	// --config) and RUNR_* variables.
 	Config config.LoadOptions
@@ -203,7 +208,11 @@ func Prepare(st *state.State, cfg *config.Config, req Request, crashed bool) (*P
 		return nil, stopreasons.Errorf(stopreasons.StateCorrupt, "run %s has no milestones in its state.json; it cannot be resumed", st.RunID)
 	}
 	p := &Plan{RunID: st.RunID, State: st, Config: cfg, Crashed: crashed}
-	if err := grant(st, cfg, req.Grant, p); err != nil {
+	g := req.Grant
+	if req.Total {
+		g = setTotals(st, g, p)
+	}
+	if err := grant(st, cfg, g, p); err != nil {
 		return nil, err
 	}
 	if req.AllowDeps && !st.Flags.AllowDeps {
@@ -348,16 +357,56 @@ func grant(st *state.State, cfg *config.Config, g Grant, p *Plan) error {
 		b.MaxTokens = cfg.Budget.MaxTokens
 	}
 	if used := st.Usage.InputTokens + st.Usage.OutputTokens; b.MaxTokens > 0 && used >= b.MaxTokens {
-		return stopreasons.Errorf(stopreasons.UsageError,
+		return spentError{stopreasons.Errorf(stopreasons.UsageError,
 			"run %s cannot continue: the token budget is used up (%d of %d tokens); there is no flag for tokens: raise budget.max_tokens in runr.yaml, then run `runr resume %s`",
-			id, used, b.MaxTokens, id)
+			id, used, b.MaxTokens, id)}
 	}
 	return nil
 }
 
+// ErrSpent is what a resume's error wraps when a budget of the run is used
+// up and nothing of it was granted.
+var ErrSpent = errors.New("budget used up")
+
+// spentError is a usage_error that errors.Is finds ErrSpent in.
+type spentError struct{ error }
+
+func (e spentError) Unwrap() error        { return e.error }
+func (e spentError) Is(target error) bool { return target == ErrSpent }
+
 func spent(id, what, flag string) error {
-	return stopreasons.Errorf(stopreasons.UsageError,
-		"run %s cannot continue: %s; grant more with: runr resume %s %s", id, what, id, flag)
+	return spentError{stopreasons.Errorf(stopreasons.UsageError,
+		"run %s cannot continue: %s; grant more with: runr resume %s %s", id, what, id, flag)}
+}
+
+// setTotals makes the limits given in g the run's budget (Request.Total)
+// and returns an empty grant: the usual checks then refuse a budget that
+// is used up.
+func setTotals(st *state.State, g Grant, p *Plan) Grant {
+	b := &st.Budget
+	set := func(name string, before, after string, changed bool) {
+		if changed {
+			p.Granted = append(p.Granted, fmt.Sprintf("%s: %s → %s", name, before, after))
+		}
+	}
+	if g.Time > 0 {
+		ms := g.Time.Milliseconds()
+		set("--time", msText(b.TimeMS), msText(ms), b.TimeMS != ms)
+		b.TimeMS = ms
+	}
+	if g.MaxTicks > 0 {
+		set("--max-ticks", strconv.Itoa(b.MaxTicks), strconv.Itoa(g.MaxTicks), b.MaxTicks != g.MaxTicks)
+		b.MaxTicks = g.MaxTicks
+	}
+	if g.MaxIterations > 0 {
+		set("--max-iterations", strconv.Itoa(b.MaxIterations), strconv.Itoa(g.MaxIterations), b.MaxIterations != g.MaxIterations)
+		b.MaxIterations = g.MaxIterations
+	}
+	if g.MaxCostUSD > 0 {
+		set("--max-cost", fmt.Sprintf("$%.2f", b.MaxCostUSD), fmt.Sprintf("$%.2f", g.MaxCostUSD), b.MaxCostUSD != g.MaxCostUSD)
+		b.MaxCostUSD = g.MaxCostUSD
+	}
+	return Grant{}
 }
 
 func orDefault[T int | float64 | time.Duration](v, def T) T {

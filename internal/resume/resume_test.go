@@ -93,11 +93,51 @@ func TestPrepareGrantsAndRefusals(t *testing.T) {
 			if tc.wantErr != "" {
 				require.Error(t, err)
 				assert.Equal(t, stopreasons.UsageError, stopreasons.CodeOf(err))
+				assert.ErrorIs(t, err, ErrSpent)
 				assert.Contains(t, err.Error(), tc.wantErr)
 				return
 			}
 			require.NoError(t, err)
 			assert.NotEmpty(t, p.Granted)
+			tc.check(t, st)
+		})
+	}
+}
+
+func TestPrepareTotalBudget(t *testing.T) {
+	cfg := defaults(t)
+	// stopped() has used its 10m time budget; 12 ticks used of none.
+	for _, tc := range []struct {
+		name  string
+		mod   func(*state.State)
+		grant Grant
+		spent bool
+		check func(t *testing.T, st *state.State)
+	}{
+		{name: "the same total is spent", grant: Grant{Time: 10 * time.Minute}, spent: true},
+		{name: "a larger total continues", grant: Grant{Time: 15 * time.Minute},
+			check: func(t *testing.T, st *state.State) {
+				assert.Equal(t, (15 * time.Minute).Milliseconds(), st.Budget.TimeMS, "the total, not a grant on top")
+			}},
+		{name: "ticks: the total is the limit", grant: Grant{Time: time.Hour, MaxTicks: 20},
+			mod:   func(st *state.State) { st.Budget.MaxTicks = 12 },
+			check: func(t *testing.T, st *state.State) { assert.Equal(t, 20, st.Budget.MaxTicks) }},
+		{name: "ticks: a total at the count used is spent", grant: Grant{Time: time.Hour, MaxTicks: 12},
+			mod: func(st *state.State) { st.Budget.MaxTicks = 12 }, spent: true},
+		{name: "a smaller total than used is spent", grant: Grant{Time: time.Hour, MaxIterations: 1},
+			mod: func(st *state.State) { st.Iteration = 3 }, spent: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := stopped()
+			if tc.mod != nil {
+				tc.mod(st)
+			}
+			_, err := Prepare(st, cfg, Request{Grant: tc.grant, Total: true}, false)
+			if tc.spent {
+				assert.ErrorIs(t, err, ErrSpent)
+				return
+			}
+			require.NoError(t, err)
 			tc.check(t, st)
 		})
 	}
