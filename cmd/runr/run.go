@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/resume"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
@@ -35,7 +38,15 @@ type RunOptions struct {
 	JSON, Quiet bool
 	AutoResume  bool // continue after an auto-resumable stop
 	DryRun      bool // make the checks, print the plan, create nothing
+	// RunID names the run (--run-id); the same command again resumes it,
+	// or reports it when it stopped for good.
+	RunID string
+	// budget holds the budget flags as typed (time, max-ticks, ...), for
+	// the total budget of an existing --run-id run.
+	budget map[string]string
 }
+
+func (o *RunOptions) flagValue(name string) string { return o.budget[name] }
 
 // configFlags map `runr run` flags to config keys; their values are
 // checked by config, so `--time banana` is config_invalid like a bad
@@ -88,9 +99,18 @@ it exits 0, or with the code the run would stop with.`,
 			} else if len(args) > 0 {
 				return stopreasons.Errorf(stopreasons.UsageError, "unexpected argument %q: put the agent's argv after --", args[0])
 			}
+			if cmd.Flags().Lookup("run-id").Changed {
+				if err := state.CheckRunName(opts.RunID); err != nil {
+					return err
+				}
+			}
+			opts.budget = map[string]string{}
 			for _, cf := range configFlags {
 				if !cmd.Flags().Lookup(cf.flag).Changed {
 					continue
+				}
+				if !cf.list {
+					opts.budget[cf.flag] = *values[cf.flag]
 				}
 				var v any
 				if cf.list {
@@ -133,6 +153,7 @@ it exits 0, or with the code the run would stop with.`,
 	fl.BoolVar(&opts.Quiet, "quiet", false, "no progress output, only the summary")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "make the checks before the first tick and print the plan; create no run, call no agent")
 	fl.BoolVar(&opts.AutoResume, "auto-resume", false, "after a transient stop (stalled, worker_timeout, worker_rate_limited, terminated) wait and continue")
+	fl.StringVar(&opts.RunID, "run-id", "", "the run's id (a-z, 0-9, . _ -); when that run exists, resume it, or report it if it stopped for good")
 	return cmd
 }
 
@@ -141,6 +162,17 @@ func runRun(opts *RunOptions) error {
 	repo, err := opts.RepoRoot()
 	if err != nil {
 		return err
+	}
+	if opts.RunID != "" && !opts.DryRun {
+		store, err := opts.Store()
+		if err != nil {
+			return err
+		}
+		if _, err := store.Resolve(opts.RunID); err == nil {
+			return runExisting(opts, store, repo)
+		} else if stopreasons.CodeOf(err) != stopreasons.RunNotFound {
+			return err
+		}
 	}
 	cfg, err := config.Load(config.LoadOptions{RepoRoot: repo, ConfigFile: opts.Global.Config, Environ: io.Environ, Overrides: opts.Overrides, AgentKinds: agents.Kinds(), Show: shownPath})
 	if err != nil {
@@ -192,12 +224,107 @@ func runRun(opts *RunOptions) error {
 		},
 		Auto: opts.AutoResume,
 	}
+	runner.Supervisor.RunID = opts.RunID
 	st, err := runner.Start(context.Background())
 	live.done()
 	if st == nil {
 		return err
 	}
 	return finishRun(io, store, st, err, opts.JSON, cfg)
+}
+
+// runExisting carries on the run --run-id names, which exists: a completed
+// run is reported (exit 0); a run stopped for good, or whose budget (the
+// budget flags are its total) is used up, is reported with its last stop's
+// exit code; any other run is resumed as `runr resume` would, its budget
+// flags being the total.
+func runExisting(opts *RunOptions, store *state.Store, repo string) error {
+	io := opts.IO
+	grant, err := parseGrant(&ResumeOptions{Time: opts.flagValue("time"), MaxTicks: opts.flagValue("max-ticks"),
+		MaxIterations: opts.flagValue("max-iterations"), MaxCost: opts.flagValue("max-cost")})
+	if err != nil {
+		return err
+	}
+	st, err := store.Load(opts.RunID)
+	if err != nil {
+		return err
+	}
+	if st.RunStatus != stopreasons.RunRunning && st.StopReason != nil && (st.RunStatus == stopreasons.RunCompleted || !st.Resumable) {
+		return reportExisting(opts, store, st, "")
+	}
+	head, _ := guard.Head(context.Background(), repo)
+	plan, err := resume.Open(store, resume.Request{
+		Ref:           opts.RunID,
+		Grant:         grant,
+		Total:         true,
+		AllowDeps:     opts.Flags.AllowDeps,
+		ForceParallel: opts.Flags.ForceParallel,
+		Config:        config.LoadOptions{RepoRoot: repo, ConfigFile: opts.Global.Config, Environ: io.Environ, AgentKinds: agents.Kinds()},
+		RunrVersion:   opts.Version,
+		GitHead:       head,
+	})
+	if errors.Is(err, resume.ErrSpent) {
+		if last, lerr := store.Load(opts.RunID); lerr == nil && last.StopReason != nil {
+			return reportExisting(opts, store, last, err.Error())
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if plan.Completed {
+		return reportExisting(opts, store, plan.State, "")
+	}
+	for _, w := range plan.Warnings {
+		fmt.Fprintf(io.Err, "runr: warning: %s\n", stopreasons.Visible(w))
+	}
+	if !opts.Quiet {
+		fmt.Fprintf(io.Err, "runr: run %s exists: resuming it at milestone %d/%d, phase %s\n", plan.RunID, plan.From.Milestone, len(plan.State.Milestones), plan.From.Phase)
+	}
+	if plan.Config != nil {
+		warnConfig(io, plan.Config)
+	}
+	live := newLiveLine(io, opts.Quiet)
+	var grace time.Duration
+	if plan.Config != nil {
+		grace = plan.Config.Agent.KillGrace
+	}
+	sigs, stopSignals := notifySignals(signalNotice(live, grace))
+	defer stopSignals()
+	runner := &resume.Runner{
+		Supervisor: supervisor.Options{
+			Store:      store,
+			Repo:       repo,
+			Environ:    io.Environ,
+			Version:    opts.Version,
+			Signals:    sigs,
+			Progress:   live.update,
+			LiveOutput: live.watching(),
+		},
+		Auto: opts.AutoResume,
+		Recovered: func(stopped bool) {
+			if !opts.Quiet {
+				fmt.Fprintf(io.Err, "runr: run %s had crashed; continuing from its last saved state\n", plan.RunID)
+			}
+		},
+	}
+	st, err = runner.Continue(context.Background(), plan)
+	live.done()
+	return finishRun(io, store, st, err, opts.JSON, plan.Config)
+}
+
+// reportExisting prints the summary of a run --run-id names that does not
+// go on, and exits with its last stop's code (0 for a completed run).
+func reportExisting(opts *RunOptions, store *state.Store, st *state.State, why string) error {
+	if !opts.Quiet {
+		msg := fmt.Sprintf("runr: run %s already stopped (%s): nothing to continue; its last stop follows", st.RunID, st.StopReason.Code)
+		if st.StopReason.Code == stopreasons.Complete {
+			msg = fmt.Sprintf("runr: run %s already completed: nothing to do", st.RunID)
+		} else if why != "" {
+			msg = fmt.Sprintf("runr: %s; its last stop follows", stopreasons.VisibleLine(why))
+		}
+		fmt.Fprintln(opts.IO.Err, msg)
+	}
+	return finishRun(opts.IO, store, st, nil, opts.JSON, nil)
 }
 
 // nothingToDo ends a run whose task has every checklist item checked
