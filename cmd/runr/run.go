@@ -415,6 +415,7 @@ func finishRun(io *IOStreams, store *state.Store, st *state.State, runErr error,
 	} else {
 		printSummary(io, store, st, cfg)
 	}
+	githubReport(io, store, st)
 	if st.StopReason.Code == stopreasons.Complete {
 		return nil
 	}
