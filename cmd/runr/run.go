@@ -288,6 +288,7 @@ func finishRun(io *IOStreams, store *state.Store, st *state.State, runErr error,
 	} else {
 		printSummary(io, store, st, cfg)
 	}
+	notifyStop(io, store, st, cfg)
 	if st.StopReason.Code == stopreasons.Complete {
 		return nil
 	}
