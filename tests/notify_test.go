@@ -249,3 +249,19 @@ func TestNotifyWebhookURLIsNeverStored(t *testing.T) {
 	assert.Greater(t, files, 3)
 	assert.False(t, strings.Contains(stderr, "very-secret-token"))
 }
+
+// notify.on milestone tells each approved milestone as it is approved, and
+// not the stop.
+func TestNotifyMilestone(t *testing.T) {
+	h := newHook(t, false)
+	complete := []string{"run", "--max-ticks", "20", "--prompt", "work", "--verify", "true", "--", "fakeagent", "--do", "write a.txt 1\npromise"}
+	code, stderr := runrNotified(t, newRepo(t), []string{"HOOK_URL=" + h.srv.URL, "RUNR_NOTIFY_WEBHOOK_URL_ENV=HOOK_URL", `RUNR_NOTIFY_ON=["milestone"]`}, complete...)
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	got := h.requests()
+	require.Len(t, got, 1, "one approved milestone, no stop")
+	var v map[string]any
+	require.NoError(t, json.Unmarshal([]byte(got[0].body), &v), got[0].body)
+	assert.Equal(t, "milestone_approved", v["event"])
+	assert.Equal(t, float64(1), v["milestone"])
+	assert.NotEmpty(t, v["run_id"])
+}

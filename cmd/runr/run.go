@@ -189,6 +189,7 @@ func runRun(opts *RunOptions) error {
 			Signals:    sigs,
 			Progress:   live.update,
 			LiveOutput: live.watching(),
+			Milestones: milestoneNotifier(io, cfg),
 		},
 		Auto: opts.AutoResume,
 	}

@@ -60,6 +60,12 @@ func (n *Notifier) Enabled() bool {
 	return len(n.cfg.Command) > 0 || n.cfg.WebhookURLEnv != ""
 }
 
+// MilestoneApproved sends an approved milestone when notify.on lists
+// milestone; the supervisor calls it where it records milestone_approved.
+func (n *Notifier) MilestoneApproved(runID, runDir string, milestone int, goal string) error {
+	return n.Send(context.Background(), Event{RunID: runID, RunDir: runDir, Milestone: milestone, Goal: goal})
+}
+
 // StopEvent is the event of run st's stop, with stop.json read from the
 // store (or written from the state when the file is missing).
 func StopEvent(store *state.Store, st *state.State) (Event, error) {
