@@ -15,6 +15,7 @@ import (
 var allowedImports = map[string][]string{
 	"resume":         {"supervisor", "state", "config", "worker", "stopreasons"},
 	"initcfg":        {"agents", "config", "worker", "stopreasons"},
+	"notify":         {"config", "state", "worker", "stopreasons"},
 	"supervisor":     {"stopconditions", "agents", "guard", "worker", "state", "doctor", "config", "stopreasons"},
 	"doctor":         {"guard", "state", "stopconditions", "config", "worker", "stopreasons"},
 	"agents":         {"worker", "stopreasons"},

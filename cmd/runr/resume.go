@@ -180,6 +180,7 @@ func resumeRun(opts *ResumeOptions) error {
 			Signals:    sigs,
 			Progress:   live.update,
 			LiveOutput: live.watching(),
+			Milestones: milestoneNotifier(io, plan.Config),
 		},
 		Auto: opts.AutoResume,
 		Recovered: func(stopped bool) {

@@ -221,6 +221,7 @@ func runRun(opts *RunOptions) error {
 			Signals:    sigs,
 			Progress:   live.update,
 			LiveOutput: live.watching(),
+			Milestones: milestoneNotifier(io, cfg),
 		},
 		Auto: opts.AutoResume,
 	}
@@ -416,6 +417,7 @@ func finishRun(io *IOStreams, store *state.Store, st *state.State, runErr error,
 		printSummary(io, store, st, cfg)
 	}
 	githubReport(io, store, st)
+	notifyStop(io, store, st, cfg)
 	if st.StopReason.Code == stopreasons.Complete {
 		return nil
 	}

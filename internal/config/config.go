@@ -29,6 +29,7 @@ type Config struct {
 	Budget     Budget
 	Stop       stopconditions.Rules // built-in rules and the decoded custom conditions
 	Resume     Resume
+	Notify     Notify
 
 	// File is the config file that was read, "" when there was none.
 	File string
@@ -97,6 +98,37 @@ type Resume struct {
 	Backoff        []time.Duration
 	MaxWait        time.Duration
 }
+
+// Notify is the `notify:` section: who is told when a run stops. The
+// webhook's URL is read from the variable WebhookURLEnv names when a
+// notification is sent; only the name is part of the config.
+type Notify struct {
+	Command       []string
+	WebhookURLEnv string
+	Format        string   // one of NotifyFormats
+	On            []string // of NotifyEvents
+	Timeout       time.Duration
+}
+
+// The values of notify.format and notify.on.
+const (
+	NotifyJSON    = "json"
+	NotifySlack   = "slack"
+	NotifyDiscord = "discord"
+	NotifyNtfy    = "ntfy"
+
+	NotifyOnStop      = "stop"
+	NotifyOnFailure   = "failure"
+	NotifyOnSuccess   = "success"
+	NotifyOnMilestone = "milestone"
+)
+
+// NotifyFormats are the bodies a webhook can be sent; NotifyEvents what
+// notify.on may list.
+var (
+	NotifyFormats = []string{NotifyJSON, NotifySlack, NotifyDiscord, NotifyNtfy}
+	NotifyEvents  = []string{NotifyOnStop, NotifyOnFailure, NotifyOnSuccess, NotifyOnMilestone}
+)
 
 // Override is one setting from a flag, the highest layer.
 type Override struct {
@@ -235,13 +267,13 @@ func (c *Config) Limits() stopconditions.Limits {
 	}
 }
 
-// Hash is the hex sha256 of the resolved settings without budget.* and
-// resume.*: a resume may grant more budget or change the retry policy
-// without that counting as a changed config.
+// Hash is the hex sha256 of the resolved settings without budget.*,
+// resume.* and notify.*: a resume may grant more budget, change the retry
+// policy or who is told of a stop without that counting as a changed config.
 func (c *Config) Hash() string {
 	rest := make(map[string]any, len(c.Raw))
 	for section, value := range c.Raw {
-		if section == "budget" || section == "resume" {
+		if section == "budget" || section == "resume" || section == "notify" {
 			continue
 		}
 		rest[section] = value

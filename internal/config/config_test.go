@@ -305,6 +305,20 @@ func TestInvalidValues(t *testing.T) {
 			want: "RUNR_CHECKPOINT_COMMIT: sometimes is not true or false"},
 		{name: "string given a list", file: "task: [a, b]\n",
 			want: `runr.yaml: task: ["a","b"] is not a single value (write it as text)`},
+		{name: "notify format", file: "notify:\n  format: teams\n",
+			want: "runr.yaml: notify.format: teams is not one of json, slack, discord, ntfy"},
+		{name: "notify on", env: []string{`RUNR_NOTIFY_ON=["stop", "sucess"]`},
+			want: "RUNR_NOTIFY_ON: sucess is not one of stop, failure, success, milestone (did you mean success?)"},
+		{name: "notify on item", file: "notify:\n  on: [success, bogus]\n",
+			want: "runr.yaml: notify.on[1]: bogus is not one of stop, failure, success, milestone"},
+		{name: "notify on twice", file: "notify:\n  on: [stop, stop]\n",
+			want: "runr.yaml: notify.on[1]: stop is listed twice"},
+		// A URL written where its variable's name belongs is refused without
+		// being repeated: it may carry a token.
+		{name: "webhook URL instead of its variable", file: "notify:\n  webhook_url_env: https://hooks.example/T0/secret\n",
+			want: "runr.yaml: notify.webhook_url_env: (value not shown) is not the name of an environment variable (write the variable's name, e.g. RUNR_WEBHOOK_URL, and put the URL in that variable)"},
+		{name: "notify timeout", file: "notify:\n  timeout: 10\n",
+			want: "runr.yaml: notify.timeout: 10 is missing a unit (write e.g. 10s or 10m)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -313,6 +327,25 @@ func TestInvalidValues(t *testing.T) {
 			assert.Equal(t, tt.want, msg)
 		})
 	}
+}
+
+func TestNotifyKeys(t *testing.T) {
+	cfg, err := Load(LoadOptions{RepoRoot: repo(t, "notify:\n  command: [./notify.sh, --quiet]\n  webhook_url_env: SLACK_URL\n  format: slack\n  on: [failure, milestone]\n  timeout: 3s\n"),
+		Environ: []string{"SLACK_URL=https://hooks.example/T0/secret"}})
+	require.NoError(t, err)
+	assert.Equal(t, Notify{Command: []string{"./notify.sh", "--quiet"}, WebhookURLEnv: "SLACK_URL", Format: NotifySlack,
+		On: []string{NotifyOnFailure, NotifyOnMilestone}, Timeout: 3 * time.Second}, cfg.Notify)
+	// config.json is Raw: the variable's name, never the URL it holds.
+	assert.Equal(t, "SLACK_URL", cfg.Raw["notify"].(map[string]any)["webhook_url_env"])
+	raw, err := yaml.Marshal(cfg.Raw)
+	require.NoError(t, err)
+	assert.NotContains(t, string(raw), "hooks.example")
+
+	def, err := Load(LoadOptions{RepoRoot: repo(t, "")})
+	require.NoError(t, err)
+	assert.Equal(t, Notify{Command: []string{}, Format: NotifyJSON, On: []string{NotifyOnStop}, Timeout: 10 * time.Second}, def.Notify)
+	// Who is notified is not part of what a resume compares.
+	assert.Equal(t, def.Hash(), cfg.Hash())
 }
 
 func TestFlagValues(t *testing.T) {

@@ -178,6 +178,14 @@ func choices(agentKinds []string) func(*setting) (any, error) {
 			allowed = agentKinds
 		case kindOnFailure:
 			allowed = []string{stopconditions.OnFailureStop, stopconditions.OnFailureSkip}
+		case kindNotifyFormat:
+			allowed = NotifyFormats
+		case kindNotifyOn:
+			l, err := parseChoices(s.src, s.value, NotifyEvents)
+			return s.done(l, l, err)
+		case kindEnvVarName:
+			n, err := parseEnvVarName(s.src, s.value)
+			return s.done(n, n, err)
 		default:
 			return s, nil
 		}

@@ -22,15 +22,18 @@ const (
 	kindAmount          // a number, 0 or more (money)
 	kindRate            // a number from 0 to 1
 	kindBool
-	kindAgentKind  // one of LoadOptions.AgentKinds
-	kindOnFailure  // stop or skip
-	kindConditions // a list of custom stop conditions
+	kindAgentKind    // one of LoadOptions.AgentKinds
+	kindOnFailure    // stop or skip
+	kindConditions   // a list of custom stop conditions
+	kindNotifyFormat // json, slack, discord or ntfy
+	kindNotifyOn     // a list of stop, failure, success, milestone
+	kindEnvVarName   // "" or the name of an environment variable
 )
 
 // isList reports whether an environment variable for the kind holds a JSON array.
 func (k kind) isList() bool {
 	switch k {
-	case kindStrings, kindGlobs, kindDurations, kindConditions:
+	case kindStrings, kindGlobs, kindDurations, kindConditions, kindNotifyOn:
 		return true
 	}
 	return false
@@ -103,6 +106,11 @@ var keyDefs = func() []keyDef {
 		{"resume.max_auto_resumes", kindCount, 3},
 		{"resume.backoff", kindDurations, []string{"30s", "2m", "5m"}},
 		{"resume.max_wait", kindDuration, "6h"},
+		{"notify.command", kindStrings, []string{}},
+		{"notify.webhook_url_env", kindEnvVarName, ""},
+		{"notify.format", kindNotifyFormat, NotifyJSON},
+		{"notify.on", kindNotifyOn, []string{NotifyOnStop}},
+		{"notify.timeout", kindDuration, "10s"},
 	}
 }()
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -302,6 +303,37 @@ func parseChoice(src source, v any, allowed []string) (string, error) {
 		problem += " (did you mean " + near[0] + "?)"
 	}
 	return "", src.invalid(v, problem)
+}
+
+// parseChoices reads a list of the allowed words, each at most once.
+func parseChoices(src source, v any, allowed []string) ([]string, error) {
+	words, err := parseStrings(src, v)
+	if err != nil {
+		return nil, err
+	}
+	for i, w := range words {
+		if _, err := parseChoice(src.item(i), w, allowed); err != nil {
+			return nil, err
+		}
+		if slices.Contains(words[:i], w) {
+			return nil, src.item(i).invalid(w, "listed twice")
+		}
+	}
+	return words, nil
+}
+
+// envVarName is what a shell accepts as a variable name.
+var envVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// parseEnvVarName reads the name of an environment variable, or "". A URL
+// or other value in its place is refused without being repeated, since it
+// may be a secret.
+func parseEnvVarName(src source, v any) (string, error) {
+	s, err := parseString(src, v)
+	if err != nil || s == "" || envVarName.MatchString(s) {
+		return s, err
+	}
+	return "", src.invalid("(value not shown)", "not the name of an environment variable (write the variable's name, e.g. RUNR_WEBHOOK_URL, and put the URL in that variable)")
 }
 
 // parseStrings reads a list of strings. A flag may give a single string for

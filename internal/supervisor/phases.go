@@ -791,6 +791,11 @@ func (s *Supervisor) endMilestone(status string) {
 	case state.MilestoneApproved:
 		st.Counters.ConsecutiveFails = 0
 		s.event("milestone_approved", map[string]any{"milestone": st.MilestoneIndex + 1, "goal": m.Goal})
+		if n := s.o.Milestones; n != nil {
+			if err := n.MilestoneApproved(st.RunID, s.store.RunDir(st.RunID), st.MilestoneIndex+1, m.Goal); err != nil {
+				s.log.Warn("notify milestone", zap.Error(err))
+			}
+		}
 	case state.MilestoneFailed:
 		st.Counters.ConsecutiveFails++
 		s.event("milestone_failed", map[string]any{"milestone": st.MilestoneIndex + 1, "retries": m.Retries})

@@ -54,6 +54,15 @@ type Options struct {
 	// RunID is the id of the run Start creates (runr run --run-id); ""
 	// makes a fresh one (state.NewRunID).
 	RunID string
+	// Milestones is told of each approved milestone (notify.on milestone);
+	// nil for nobody. It returns within its own timeout.
+	Milestones MilestoneNotifier
+}
+
+// MilestoneNotifier is told when a milestone is approved; an error is
+// logged and changes nothing in the run.
+type MilestoneNotifier interface {
+	MilestoneApproved(runID, runDir string, milestone int, goal string) error
 }
 
 // Progress is what the live line shows.
