@@ -10,10 +10,13 @@ all: build
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/runr ./cmd/runr
 
-# The whole suite: unit tests, end-to-end tests of the built binary, and a
-# short fuzz of the stop-condition decoder.
+# The whole suite: unit tests, end-to-end tests of the built binary, the
+# CI examples of docs/examples against the Kubernetes API types (tests/k8s,
+# a module of its own, so k8s.io/api stays out of runr's), and a short fuzz
+# of the stop-condition decoder.
 test: lint
 	$(GO) test -count=1 ./...
+	cd tests/k8s && $(GO) test -count=1 ./...
 	$(GO) test -count=1 -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 10s ./internal/stopconditions
 
 # The real Claude Code CLI under runr, against a scripted Messages API server
@@ -39,12 +42,14 @@ test-short:
 	$(GO) test -short ./...
 
 # gofmt, go vet, staticcheck (its version pinned by go.mod's tool
-# directive), and go.mod/go.sum as `go mod tidy` would leave them.
+# directive), and go.mod/go.sum as `go mod tidy` would leave them; the same
+# for the module of tests/k8s.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 	$(GO) mod tidy -diff
+	cd tests/k8s && $(GO) vet ./... && "$$($(GO) -C ../.. tool -n staticcheck)" ./... && $(GO) mod tidy -diff
 
 # docs/stop-reasons.md is generated from the registry.
 docs:

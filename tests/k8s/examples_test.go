@@ -1,0 +1,326 @@
+// Package k8s checks the CI examples of docs/examples against runr's
+// stop-reason registry: the Kubernetes Job, decoded strictly into the
+// Kubernetes API types, and the GitLab CI job. It is a module of its own so
+// that k8s.io/api stays out of runr's module graph.
+package k8s
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// root is the repository root: runr's own module.
+const root = "../.."
+
+var (
+	buildOnce sync.Once
+	runrBin   string
+	buildErr  error
+)
+
+// runr runs the runr built from this checkout and returns its stdout.
+func runr(t *testing.T, args ...string) []byte {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "runr-k8s-test-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		runrBin = filepath.Join(dir, "runr")
+		cmd := exec.Command("go", "build", "-o", runrBin, "./cmd/runr")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = &buildError{err, out}
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("building runr: %v", buildErr)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(runrBin, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("runr %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return out
+}
+
+type buildError struct {
+	err error
+	out []byte
+}
+
+func (e *buildError) Error() string { return e.err.Error() + "\n" + string(e.out) }
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if runrBin != "" {
+		os.RemoveAll(filepath.Dir(runrBin))
+	}
+	os.Exit(code)
+}
+
+// autoResumableCodes are the exit codes of the registry's auto-resumable
+// stop reasons, sorted, as `runr reasons --format json` lists them.
+func autoResumableCodes(t *testing.T) []int32 {
+	t.Helper()
+	var reasons []struct {
+		Code          string `json:"code"`
+		ExitCode      int32  `json:"exit_code"`
+		AutoResumable bool   `json:"auto_resumable"`
+	}
+	if err := json.Unmarshal(runr(t, "reasons", "--format", "json"), &reasons); err != nil {
+		t.Fatal(err)
+	}
+	var codes []int32
+	for _, r := range reasons {
+		if r.AutoResumable {
+			codes = append(codes, r.ExitCode)
+		}
+	}
+	if len(codes) == 0 {
+		t.Fatal("the registry lists no auto-resumable reason")
+	}
+	slices.Sort(codes)
+	return slices.Compact(codes)
+}
+
+// k8sExample returns the documents of docs/examples/k8s-job.yaml: the
+// PersistentVolumeClaim and the Job, each decoded strictly (an unknown or
+// misspelt field is an error).
+func k8sExample(t *testing.T) (*corev1.PersistentVolumeClaim, *batchv1.Job, []byte) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "docs/examples/k8s-job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(string(data), "\n---\n")
+	if len(docs) != 2 {
+		t.Fatalf("k8s-job.yaml has %d documents, want 2 (the claim, the Job)", len(docs))
+	}
+	var pvc corev1.PersistentVolumeClaim
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), &pvc); err != nil {
+		t.Fatalf("the PersistentVolumeClaim: %v", err)
+	}
+	if pvc.APIVersion != "v1" || pvc.Kind != "PersistentVolumeClaim" {
+		t.Fatalf("first document is %s %s, want v1 PersistentVolumeClaim", pvc.APIVersion, pvc.Kind)
+	}
+	var job batchv1.Job
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), &job); err != nil {
+		t.Fatalf("the Job: %v", err)
+	}
+	if job.APIVersion != "batch/v1" || job.Kind != "Job" {
+		t.Fatalf("second document is %s %s, want batch/v1 Job", job.APIVersion, job.Kind)
+	}
+	return &pvc, &job, data
+}
+
+// TestK8sJobPolicyIsGenerated: the Job's podFailurePolicy is what runr
+// prints now, comments and all, and decodes to the same value.
+func TestK8sJobPolicyIsGenerated(t *testing.T) {
+	_, job, data := k8sExample(t)
+	generated := runr(t, "reasons", "--format", "k8s-pod-failure-policy")
+
+	var spec batchv1.JobSpec
+	if err := yaml.UnmarshalStrict(generated, &spec); err != nil {
+		t.Fatalf("runr's podFailurePolicy does not decode into a batch/v1 JobSpec: %v", err)
+	}
+	if spec.PodFailurePolicy == nil {
+		t.Fatal("runr's output has no podFailurePolicy")
+	}
+	if !reflect.DeepEqual(job.Spec.PodFailurePolicy, spec.PodFailurePolicy) {
+		t.Errorf("the Job's podFailurePolicy differs from runr's:\njob:  %+v\nrunr: %+v", job.Spec.PodFailurePolicy, spec.PodFailurePolicy)
+	}
+	var indented strings.Builder
+	for line := range strings.Lines(string(generated)) {
+		indented.WriteString("  " + line)
+	}
+	if !strings.Contains(string(data), indented.String()) {
+		t.Errorf("docs/examples/k8s-job.yaml does not hold the output of 'runr reasons --format k8s-pod-failure-policy' indented by two spaces; paste it under spec:\n%s", indented.String())
+	}
+}
+
+// TestK8sJobPolicyCodes: the policy counts exactly the registry's
+// auto-resumable exit codes, on the Job's container, ignores disruptions,
+// and fails the Job on every other code it names.
+func TestK8sJobPolicyCodes(t *testing.T) {
+	_, job, _ := k8sExample(t)
+	want := autoResumableCodes(t)
+	containers := job.Spec.Template.Spec.Containers
+	if len(containers) != 1 {
+		t.Fatalf("the Job has %d containers, want 1", len(containers))
+	}
+	name := containers[0].Name
+
+	var counted, failed []int32
+	ignoresDisruption := false
+	for i, rule := range job.Spec.PodFailurePolicy.Rules {
+		if ec := rule.OnExitCodes; ec != nil {
+			if ec.ContainerName == nil || *ec.ContainerName != name {
+				t.Errorf("rule %d applies to container %v, the Job's container is %q", i, ec.ContainerName, name)
+			}
+			if ec.Operator != batchv1.PodFailurePolicyOnExitCodesOpIn {
+				t.Errorf("rule %d: operator %s, want In", i, ec.Operator)
+			}
+			switch rule.Action {
+			case batchv1.PodFailurePolicyActionCount:
+				counted = append(counted, ec.Values...)
+			case batchv1.PodFailurePolicyActionFailJob:
+				failed = append(failed, ec.Values...)
+			default:
+				t.Errorf("rule %d: action %s on exit codes", i, rule.Action)
+			}
+		}
+		for _, c := range rule.OnPodConditions {
+			if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && rule.Action == batchv1.PodFailurePolicyActionIgnore {
+				ignoresDisruption = true
+			}
+		}
+	}
+	slices.Sort(counted)
+	if !slices.Equal(counted, want) {
+		t.Errorf("Count covers exit codes %v, the registry's auto-resumable codes are %v", counted, want)
+	}
+	for _, c := range failed {
+		if slices.Contains(want, c) {
+			t.Errorf("auto-resumable exit code %d fails the Job", c)
+		}
+		if c == 0 {
+			t.Error("exit code 0 is listed under FailJob")
+		}
+	}
+	if !ignoresDisruption {
+		t.Error("no rule ignores the DisruptionTarget pod condition")
+	}
+}
+
+// TestK8sJobResumesOnTheVolume: the pod can be replaced: restartPolicy
+// Never (podFailurePolicy requires it), a backoffLimit, a fixed --run-id,
+// and the run store (RUNR_HOME or --home) on the claim's volume.
+func TestK8sJobResumesOnTheVolume(t *testing.T) {
+	pvc, job, _ := k8sExample(t)
+	pod := job.Spec.Template.Spec
+	if pod.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("restartPolicy %q, want Never", pod.RestartPolicy)
+	}
+	if job.Spec.BackoffLimit == nil || *job.Spec.BackoffLimit < 1 {
+		t.Errorf("backoffLimit %v, want one of at least 1", job.Spec.BackoffLimit)
+	}
+	c := pod.Containers[0]
+	argv := append(slices.Clone(c.Command), c.Args...)
+	if len(argv) < 2 || filepath.Base(argv[0]) != "runr" || argv[1] != "run" {
+		t.Fatalf("the container runs %q, want runr run", argv)
+	}
+	i := slices.Index(argv, "--run-id")
+	if i < 0 || i+1 >= len(argv) || strings.HasPrefix(argv[i+1], "-") || argv[i+1] == "" {
+		t.Fatalf("the command %q has no --run-id NAME", argv)
+	}
+	// The id must be one runr accepts: in an empty store, runr status
+	// reports it as not found (66), where an id it refuses is 64.
+	cmd := exec.Command(runrBinFor(t), "--home", t.TempDir(), "status", argv[i+1])
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 66 {
+		t.Errorf("runr status %s in an empty store: %v, want run_not_found (66), so the id is one runr takes:\n%s", argv[i+1], err, out)
+	}
+
+	home := ""
+	for _, e := range c.Env {
+		if e.Name == "RUNR_HOME" {
+			home = e.Value
+		}
+	}
+	if j := slices.Index(argv, "--home"); j >= 0 && j+1 < len(argv) {
+		home = argv[j+1]
+	}
+	if home == "" || !filepath.IsAbs(home) {
+		t.Fatalf("the run store is not set to an absolute path (RUNR_HOME or --home): %q", home)
+	}
+	onClaim := false
+	for _, m := range c.VolumeMounts {
+		if home != m.MountPath && !strings.HasPrefix(home, strings.TrimSuffix(m.MountPath, "/")+"/") {
+			continue
+		}
+		for _, v := range pod.Volumes {
+			if v.Name == m.Name && v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == pvc.Name {
+				onClaim = true
+			}
+		}
+	}
+	if !onClaim {
+		t.Errorf("the run store %s is not on a volume of the claim %q", home, pvc.Name)
+	}
+}
+
+// runrBinFor returns the path of the built runr.
+func runrBinFor(t *testing.T) string {
+	runr(t, "version")
+	return runrBin
+}
+
+// TestGitLabRetryCodes: the GitLab CI job retries on exactly the
+// registry's auto-resumable exit codes, runs runr with --run-id, and keeps
+// the run's report.md and stop.json.
+func TestGitLabRetryCodes(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(root, "docs/examples/gitlab-ci.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs map[string]struct {
+		Image     string            `json:"image"`
+		Tags      []string          `json:"tags"`
+		Variables map[string]string `json:"variables"`
+		Retry     struct {
+			Max       int     `json:"max"`
+			ExitCodes []int32 `json:"exit_codes"`
+		} `json:"retry"`
+		Timeout      string   `json:"timeout"`
+		BeforeScript []string `json:"before_script"`
+		Script       []string `json:"script"`
+		AfterScript  []string `json:"after_script"`
+		Artifacts    struct {
+			When  string   `json:"when"`
+			Paths []string `json:"paths"`
+		} `json:"artifacts"`
+	}
+	if err := yaml.UnmarshalStrict(data, &jobs); err != nil {
+		t.Fatalf("gitlab-ci.yml: %v", err)
+	}
+	job, ok := jobs["agent"]
+	if !ok || len(jobs) != 1 {
+		t.Fatalf("gitlab-ci.yml should hold the one job 'agent', has %d", len(jobs))
+	}
+	codes := slices.Sorted(slices.Values(job.Retry.ExitCodes))
+	if want := autoResumableCodes(t); !slices.Equal(codes, want) {
+		t.Errorf("retry:exit_codes %v, the registry's auto-resumable codes are %v", codes, want)
+	}
+	if job.Retry.Max < 1 || job.Retry.Max > 2 {
+		t.Errorf("retry:max %d, GitLab takes 0 to 2", job.Retry.Max)
+	}
+	script := strings.Join(job.Script, "\n")
+	if !strings.Contains(script, "runr run --run-id ") {
+		t.Errorf("the script does not run 'runr run --run-id ...':\n%s", script)
+	}
+	after := strings.Join(job.AfterScript, "\n")
+	for _, f := range []string{"report.md", "stop.json"} {
+		if !strings.Contains(after, f) {
+			t.Errorf("after_script does not keep the run's %s", f)
+		}
+	}
+	if job.Artifacts.When != "always" || len(job.Artifacts.Paths) == 0 {
+		t.Errorf("artifacts %+v: want when: always and a path", job.Artifacts)
+	}
+}
