@@ -324,3 +324,21 @@ func TestGitLabRetryCodes(t *testing.T) {
 		t.Errorf("artifacts %+v: want when: always and a path", job.Artifacts)
 	}
 }
+
+// TestCIDocQuotesExamples: docs/ci.md quotes each example whole, as the
+// file is, so the documented and the tested text are the same.
+func TestCIDocQuotesExamples(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(root, "docs/ci.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"gitlab-ci.yml", "k8s-job.yaml"} {
+		data, err := os.ReadFile(filepath.Join(root, "docs/examples", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(doc), "```yaml\n"+string(data)+"```\n") {
+			t.Errorf("docs/ci.md does not quote docs/examples/%s as it is, in a yaml block", name)
+		}
+	}
+}
