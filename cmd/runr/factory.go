@@ -15,9 +15,12 @@ type GlobalOptions struct {
 // when a command runs (after the global flags are parsed), so a command
 // that needs none pays nothing and a test can replace them.
 type Factory struct {
-	IO      *IOStreams
-	Global  *GlobalOptions
+	IO     *IOStreams
+	Global *GlobalOptions
+	// Version is runr's version, as recorded in a run's state; Build has
+	// it with the commit and build date.
 	Version string
+	Build   BuildInfo
 	// RepoRoot is the top level of the git repository around the working
 	// directory; outside one it is environment_invalid.
 	RepoRoot func() (string, error)
@@ -31,7 +34,8 @@ type Factory struct {
 
 // NewFactory is the factory of the runr process with streams io.
 func NewFactory(io *IOStreams) *Factory {
-	f := &Factory{IO: io, Global: &GlobalOptions{}, Version: runrVersion(), RepoRoot: repoRoot}
+	b := currentBuild()
+	f := &Factory{IO: io, Global: &GlobalOptions{}, Version: b.Version, Build: b, RepoRoot: repoRoot}
 	f.Store = func() (*state.Store, error) { return openStore(io, f.Global, state.Open) }
 	f.StoreRead = func() (*state.Store, error) { return openStore(io, f.Global, state.OpenRead) }
 	return f

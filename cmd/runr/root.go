@@ -3,27 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
-
-// version is set at build time with -ldflags "-X main.version=..."; without
-// it the module version from the build info is used.
-var version = ""
-
-func runrVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
 
 // Main runs runr with args and returns the process exit code.
 func Main(args []string, io *IOStreams) int {
@@ -72,7 +57,7 @@ step with verification commands, enforces stop rules, writes its state
 crash-safely after every tick, and exits with a code that says why it stopped.
 
 Every exit code is listed by 'runr reasons'.`,
-		Version:       f.Version,
+		Version:       f.Build.String(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -88,7 +73,8 @@ Every exit code is listed by 'runr reasons'.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
 	// `runr completion` is runr's own command, with its exit codes.
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.SetVersionTemplate("runr {{.Version}}\n")
+	// --version prints what `runr version` prints.
+	root.SetVersionTemplate("{{.Version}}")
 
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.Home, "home", "", "run store directory (default <git common dir>/runr; env RUNR_HOME)")

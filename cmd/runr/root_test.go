@@ -59,10 +59,10 @@ func TestGlobalFlagsReachTheFactory(t *testing.T) {
 	assert.True(t, io.NoColor)
 }
 
-func TestVersionPrintsTheFactorysVersion(t *testing.T) {
+func TestVersionPrintsTheFactorysBuild(t *testing.T) {
 	io, out, _ := testStreams()
 	f := NewFactory(io)
-	f.Version = "v9.9.9"
+	f.Build = BuildInfo{Version: "v9.9.9", Commit: "abc123", Date: "2026-01-02T03:04:05Z", Go: "go1.26.8", OS: "linux", Arch: "arm64"}
 	require.NoError(t, execute(t, NewCmdVersion(f, nil)))
-	assert.Equal(t, "runr v9.9.9\n", out.String())
+	assert.Equal(t, "runr v9.9.9\ncommit: abc123\nbuilt:  2026-01-02T03:04:05Z\ngo:     go1.26.8 linux/arm64\n", out.String())
 }
