@@ -265,3 +265,21 @@ func TestNotifyMilestone(t *testing.T) {
 	assert.Equal(t, float64(1), v["milestone"])
 	assert.NotEmpty(t, v["run_id"])
 }
+
+// With --auto-resume every stop is told: the transient one the run goes on
+// after, and the last.
+func TestNotifyEveryStopOfAnAutoResumedRun(t *testing.T) {
+	h := newHook(t, false)
+	repo := newRepo(t)
+	// The first call stalls after a second; the run resumes a second later.
+	cfg := "agent:\n  idle_timeout: 1s\n  kill_grace: 1s\nresume:\n  backoff: [1s]\n  max_auto_resumes: 2\n"
+	cfgPath := filepath.Join(t.TempDir(), "runr.yaml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o644))
+	code, stderr := runrNotified(t, repo, []string{"HOOK_URL=" + h.srv.URL + "/hook", "RUNR_NOTIFY_WEBHOOK_URL_ENV=HOOK_URL", "RUNR_NOTIFY_FORMAT=slack"},
+		"--config", cfgPath, "run", "--auto-resume", "--prompt", "work", "--", "fakeagent", "--do", "#1: hang", "--do", "status done")
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	got := h.requests()
+	require.Len(t, got, 2, "one POST per stop")
+	assert.Contains(t, got[0].body, "stopped: stalled")
+	assert.Contains(t, got[1].body, "stopped: complete")
+}

@@ -182,7 +182,8 @@ func resumeRun(opts *ResumeOptions) error {
 			LiveOutput: live.watching(),
 			Milestones: milestoneNotifier(io, plan.Config),
 		},
-		Auto: opts.AutoResume,
+		Auto:    opts.AutoResume,
+		Stopped: func(st *state.State) { notifyStop(io, store, st, plan.Config) },
 		Recovered: func(stopped bool) {
 			if opts.Quiet {
 				return

@@ -223,7 +223,8 @@ func runRun(opts *RunOptions) error {
 			LiveOutput: live.watching(),
 			Milestones: milestoneNotifier(io, cfg),
 		},
-		Auto: opts.AutoResume,
+		Auto:    opts.AutoResume,
+		Stopped: func(st *state.State) { notifyStop(io, store, st, cfg) },
 	}
 	runner.Supervisor.RunID = opts.RunID
 	st, err := runner.Start(context.Background())
@@ -301,7 +302,8 @@ func runExisting(opts *RunOptions, store *state.Store, repo string) error {
 			Progress:   live.update,
 			LiveOutput: live.watching(),
 		},
-		Auto: opts.AutoResume,
+		Auto:    opts.AutoResume,
+		Stopped: func(st *state.State) { notifyStop(io, store, st, plan.Config) },
 		Recovered: func(stopped bool) {
 			if !opts.Quiet {
 				fmt.Fprintf(io.Err, "runr: run %s had crashed; continuing from its last saved state\n", plan.RunID)

@@ -29,6 +29,9 @@ type Runner struct {
 	// Recovered is told, before a crashed run continues, whether the agent
 	// process group its dead runr left behind was still alive and stopped.
 	Recovered func(stopped bool)
+	// Stopped is told of each stop the run will be continued after
+	// (--auto-resume), before the wait: the last stop goes to the caller.
+	Stopped func(st *state.State)
 }
 
 // stopPoll is how often the auto-resume wait looks for a `runr stop` request.
@@ -108,6 +111,9 @@ func (r *Runner) autoResume(ctx context.Context, o supervisor.Options, lock *sta
 		wait, ok := NextWait(st, cfg.Resume, done, time.Now())
 		if !ok {
 			return st, nil
+		}
+		if r.Stopped != nil {
+			r.Stopped(st)
 		}
 		reason := st.StopReason.Code
 		until := time.Now().Add(wait)
