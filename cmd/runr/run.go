@@ -301,6 +301,7 @@ func runExisting(opts *RunOptions, store *state.Store, repo string) error {
 			Signals:    sigs,
 			Progress:   live.update,
 			LiveOutput: live.watching(),
+			Milestones: milestoneNotifier(io, plan.Config),
 		},
 		Auto:    opts.AutoResume,
 		Stopped: func(st *state.State) { notifyStop(io, store, st, plan.Config) },

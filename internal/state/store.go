@@ -154,6 +154,11 @@ func ValidRunName(name string) bool {
 	if len(name) == 0 || len(name) > 63 || name == Latest {
 		return false
 	}
+	// It names the branch runr/<id> of a --worktree run too: no ".." and
+	// no ending git refuses in a branch name.
+	if strings.Contains(name, "..") || strings.HasSuffix(name, ".") || strings.HasSuffix(name, ".lock") {
+		return false
+	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
@@ -177,7 +182,7 @@ func CheckRunName(name string) error {
 			"--run-id %s: %q names the run created last and cannot be a run id; choose another name", name, Latest)
 	}
 	return stopreasons.Errorf(stopreasons.UsageError,
-		"--run-id %q: a run id is 1 to 63 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit (e.g. --run-id nightly-2026-11-21)", name)
+		"--run-id %q: a run id is 1 to 63 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit, without '..' or a final '.' or '.lock' (it names the branch runr/<id> too; e.g. --run-id nightly-2026-11-21)", name)
 }
 
 func checkID(id string) error {

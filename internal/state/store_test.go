@@ -31,6 +31,10 @@ func TestValidRunID(t *testing.T) {
 		{"00000000T000000Z-000000", true},
 		{"", false},
 		{"latest", false},
+		{"a..b", false},     // not a branch name: runr/<id> must be one
+		{"nightly.", false}, // nor this
+		{"x.lock", false},   // nor this
+		{"v1.2-a_b", true},
 		{"20261121T230017Z-3F9A1C", false},
 		{"20261121T230017Z-3f9a1", false},
 		{"20261121T230017Z-3f9a1cc", false},

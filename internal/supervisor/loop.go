@@ -233,6 +233,8 @@ func (sp *stop) withContext(st *state.State) stopreasons.Stop {
 func (s *Supervisor) finish(sp *stop) (*state.State, error) {
 	st := s.st
 	s.takeAgentVersion(true)
+	// Milestone notifications still under way end within notify.timeout.
+	s.notifying.Wait()
 	now := s.o.Now().UTC()
 	st.Statistics = statistics(st)
 	reason := state.NewStopReason(sp.Code, st.Statistics.Approved, sp.Message)

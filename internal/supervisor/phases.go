@@ -792,9 +792,16 @@ func (s *Supervisor) endMilestone(status string) {
 		st.Counters.ConsecutiveFails = 0
 		s.event("milestone_approved", map[string]any{"milestone": st.MilestoneIndex + 1, "goal": m.Goal})
 		if n := s.o.Milestones; n != nil {
-			if err := n.MilestoneApproved(st.RunID, s.store.RunDir(st.RunID), st.MilestoneIndex+1, m.Goal); err != nil {
-				s.log.Warn("notify milestone", zap.Error(err))
-			}
+			// Told beside the run, not in its way: a slow webhook must not
+			// hold the next tick, nor a signal's stop. finish waits for it.
+			id, dir, num, goal, log := st.RunID, s.store.RunDir(st.RunID), st.MilestoneIndex+1, m.Goal, s.log
+			s.notifying.Add(1)
+			go func() {
+				defer s.notifying.Done()
+				if err := n.MilestoneApproved(id, dir, num, goal); err != nil && log != nil {
+					log.Warn("notify milestone", zap.Error(err))
+				}
+			}()
 		}
 	case state.MilestoneFailed:
 		st.Counters.ConsecutiveFails++

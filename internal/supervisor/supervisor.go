@@ -121,6 +121,8 @@ type Supervisor struct {
 	// look at the tree.
 	sum   tickSummary
 	delta *guard.Delta
+	// notifying counts the milestone notifications under way.
+	notifying sync.WaitGroup
 }
 
 type signalStop struct {
