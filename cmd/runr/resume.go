@@ -159,11 +159,17 @@ func resumeRun(opts *ResumeOptions) error {
 	if opts.Plan {
 		return printPlan(io, plan, opts)
 	}
+	return continueRun(io, store, repo, opts.Version, plan, opts.AutoResume, opts.Quiet, opts.JSON)
+}
+
+// continueRun works on a planned continuation until it stops (runr resume,
+// and runr run --run-id of a run that exists) and reports the stop.
+func continueRun(io *IOStreams, store *state.Store, repo, version string, plan *resume.Plan, auto, quiet, asJSON bool) error {
 	if plan.Config != nil {
 		warnConfig(io, plan.Config)
 	}
 	// --json changes stdout only: progress stays on stderr unless --quiet.
-	live := newLiveLine(io, opts.Quiet)
+	live := newLiveLine(io, quiet)
 	var grace time.Duration
 	if plan.Config != nil {
 		grace = plan.Config.Agent.KillGrace
@@ -176,16 +182,16 @@ func resumeRun(opts *ResumeOptions) error {
 			Store:      store,
 			Repo:       repo,
 			Environ:    io.Environ,
-			Version:    opts.Version,
+			Version:    version,
 			Signals:    sigs,
 			Progress:   live.update,
 			LiveOutput: live.watching(),
 			Milestones: milestoneNotifier(io, plan.Config),
 		},
-		Auto:    opts.AutoResume,
+		Auto:    auto,
 		Stopped: func(st *state.State) { notifyStop(io, store, st, plan.Config) },
 		Recovered: func(stopped bool) {
-			if opts.Quiet {
+			if quiet {
 				return
 			}
 			if stopped {
@@ -197,7 +203,7 @@ func resumeRun(opts *ResumeOptions) error {
 	}
 	st, err := runner.Continue(context.Background(), plan)
 	live.done()
-	return finishRun(io, store, st, err, opts.JSON, plan.Config)
+	return finishRun(io, store, st, err, asJSON, plan.Config)
 }
 
 // printPlan shows what `runr resume` would do, on stdout.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -282,38 +281,7 @@ func runExisting(opts *RunOptions, store *state.Store, repo string) error {
 	if !opts.Quiet {
 		fmt.Fprintf(io.Err, "runr: run %s exists: resuming it at milestone %d/%d, phase %s\n", plan.RunID, plan.From.Milestone, len(plan.State.Milestones), plan.From.Phase)
 	}
-	if plan.Config != nil {
-		warnConfig(io, plan.Config)
-	}
-	live := newLiveLine(io, opts.Quiet)
-	var grace time.Duration
-	if plan.Config != nil {
-		grace = plan.Config.Agent.KillGrace
-	}
-	sigs, stopSignals := notifySignals(signalNotice(live, grace))
-	defer stopSignals()
-	runner := &resume.Runner{
-		Supervisor: supervisor.Options{
-			Store:      store,
-			Repo:       repo,
-			Environ:    io.Environ,
-			Version:    opts.Version,
-			Signals:    sigs,
-			Progress:   live.update,
-			LiveOutput: live.watching(),
-			Milestones: milestoneNotifier(io, plan.Config),
-		},
-		Auto:    opts.AutoResume,
-		Stopped: func(st *state.State) { notifyStop(io, store, st, plan.Config) },
-		Recovered: func(stopped bool) {
-			if !opts.Quiet {
-				fmt.Fprintf(io.Err, "runr: run %s had crashed; continuing from its last saved state\n", plan.RunID)
-			}
-		},
-	}
-	st, err = runner.Continue(context.Background(), plan)
-	live.done()
-	return finishRun(io, store, st, err, opts.JSON, plan.Config)
+	return continueRun(io, store, repo, opts.Version, plan, opts.AutoResume, opts.Quiet, opts.JSON)
 }
 
 // reportExisting prints the summary of a run --run-id names that does not
