@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -64,6 +65,8 @@ var configFlags = []struct {
 	{"max-cost", "budget.max_cost_usd", "cost budget in USD", false, "float"},
 	{"allow", "scope.allow", "glob of files the agent may change (repeatable)", true, ""},
 	{"deny", "scope.deny", "glob of files the agent must not change (repeatable)", true, ""},
+	{"protect", "scope.protect", "glob of existing files the agent may not modify, delete or rename; new ones may be added (repeatable)", true, ""},
+	{"sandbox", "sandbox.mode", "confine the agent's writes with Landlock: on, auto or off (--sandbox alone means on; write --sandbox=MODE)", false, "mode"},
 }
 
 // NewCmdRun builds `runr run`; runF, when a test passes one, gets the parsed
@@ -92,10 +95,16 @@ it exits 0, or with the code the run would stop with.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 				if dash > 0 {
+					if cmd.Flags().Lookup("sandbox").Changed && slices.Contains(config.SandboxModes, args[0]) {
+						return stopreasons.Errorf(stopreasons.UsageError, "unexpected argument %q: write --sandbox=%s (--sandbox alone means on)", args[0], args[0])
+					}
 					return stopreasons.Errorf(stopreasons.UsageError, "unexpected argument %q before --: the agent's argv goes after --", args[0])
 				}
 				opts.AgentArgv = args
 			} else if len(args) > 0 {
+				if cmd.Flags().Lookup("sandbox").Changed && slices.Contains(config.SandboxModes, args[0]) {
+					return stopreasons.Errorf(stopreasons.UsageError, "unexpected argument %q: write --sandbox=%s (--sandbox alone means on)", args[0], args[0])
+				}
 				return stopreasons.Errorf(stopreasons.UsageError, "unexpected argument %q: put the agent's argv after --", args[0])
 			}
 			if cmd.Flags().Lookup("run-id").Changed {
@@ -144,6 +153,7 @@ it exits 0, or with the code the run would stop with.`,
 			fl.Var(&typedFlag{value: values[cf.flag], kind: cf.kind}, cf.flag, cf.usage)
 		}
 	}
+	fl.Lookup("sandbox").NoOptDefVal = config.SandboxOn
 	fl.BoolVar(&opts.Flags.AllowDeps, "allow-deps", false, "allow the agent to change lockfiles")
 	fl.BoolVar(&opts.Flags.AllowDirty, "allow-dirty", false, "start even with uncommitted changes")
 	fl.BoolVar(&opts.Flags.ForceParallel, "force-parallel", false, "start even when a live run claims an overlapping scope")

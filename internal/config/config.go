@@ -29,6 +29,7 @@ type Config struct {
 	Budget     Budget
 	Stop       stopconditions.Rules // built-in rules and the decoded custom conditions
 	Resume     Resume
+	Sandbox    Sandbox
 	Notify     Notify
 
 	// File is the config file that was read, "" when there was none.
@@ -75,7 +76,11 @@ type Review struct {
 
 // Scope is the `scope:` section.
 type Scope struct {
-	Allow, Deny, Lockfiles []string
+	Allow, Deny []string
+	// Protect matches files that, when they exist at the start of the run,
+	// the agent may not modify, delete or rename; new files may match.
+	Protect   []string
+	Lockfiles []string
 }
 
 // Checkpoint is the `checkpoint:` section.
@@ -98,6 +103,25 @@ type Resume struct {
 	Backoff        []time.Duration
 	MaxWait        time.Duration
 }
+
+// Sandbox is the `sandbox:` section: how the agent's process tree is
+// confined (DESIGN §10; docs/security.md).
+type Sandbox struct {
+	Mode string // one of SandboxModes
+	// Writable are paths the agent may write besides the work tree and its
+	// TMPDIR, as written: absolute, ~/..., or relative to the repository.
+	Writable []string
+}
+
+// The values of sandbox.mode.
+const (
+	SandboxOff  = "off"
+	SandboxAuto = "auto"
+	SandboxOn   = "on"
+)
+
+// SandboxModes are the values sandbox.mode takes.
+var SandboxModes = []string{SandboxOff, SandboxAuto, SandboxOn}
 
 // Notify is the `notify:` section: who is told when a run stops. The
 // webhook's URL is read from the variable WebhookURLEnv names when a

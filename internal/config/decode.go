@@ -180,6 +180,8 @@ func choices(agentKinds []string) func(*setting) (any, error) {
 			allowed = []string{stopconditions.OnFailureStop, stopconditions.OnFailureSkip}
 		case kindNotifyFormat:
 			allowed = NotifyFormats
+		case kindSandboxMode:
+			allowed = SandboxModes
 		case kindNotifyOn:
 			l, err := parseChoices(s.src, s.value, NotifyEvents)
 			return s.done(l, l, err)

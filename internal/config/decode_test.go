@@ -29,7 +29,7 @@ func TestEveryKeyReachesItsField(t *testing.T) {
 task: TASK.md
 verify: {commands: [make test], timeout: 11m}
 review: {command: [./review.sh]}
-scope: {allow: ["src/**"], deny: ["vendor/**"], lockfiles: [go.sum]}
+scope: {allow: ["src/**"], deny: ["vendor/**"], protect: ["**/*_test.go"], lockfiles: [go.sum]}
 checkpoint: {commit: true}
 budget: {time: 45, max_ticks: 9, max_iterations: 8, max_cost_usd: 2.5, max_tokens: 5000000000}
 stop:
@@ -49,6 +49,7 @@ stop:
   failure: [{type: never}]
   conditions: [{type: max_iterations, count: 2}]
 resume: {max_auto_resumes: 1, backoff: [1s], max_wait: 1h}
+sandbox: {mode: auto, writable: [~/.cache/go-build]}
 `
 	cfg, err := Load(LoadOptions{RepoRoot: repo(t, file), AgentKinds: agents.Kinds()})
 	require.NoError(t, err)
@@ -61,10 +62,11 @@ resume: {max_auto_resumes: 1, backoff: [1s], max_wait: 1h}
 	assert.Equal(t, "TASK.md", cfg.Task)
 	assert.Equal(t, Verify{Commands: []string{"make test"}, Timeout: 11 * time.Minute}, cfg.Verify)
 	assert.Equal(t, Review{Command: []string{"./review.sh"}}, cfg.Review)
-	assert.Equal(t, Scope{Allow: []string{"src/**"}, Deny: []string{"vendor/**"}, Lockfiles: []string{"go.sum"}}, cfg.Scope)
+	assert.Equal(t, Scope{Allow: []string{"src/**"}, Deny: []string{"vendor/**"}, Protect: []string{"**/*_test.go"}, Lockfiles: []string{"go.sum"}}, cfg.Scope)
 	assert.Equal(t, Checkpoint{Commit: true}, cfg.Checkpoint)
 	assert.Equal(t, Budget{Time: 45 * time.Minute, MaxTicks: 9, MaxIterations: 8, MaxCostUSD: 2.5, MaxTokens: 5_000_000_000}, cfg.Budget)
 	assert.Equal(t, Resume{MaxAutoResumes: 1, Backoff: []time.Duration{time.Second}, MaxWait: time.Hour}, cfg.Resume)
+	assert.Equal(t, Sandbox{Mode: "auto", Writable: []string{"~/.cache/go-build"}}, cfg.Sandbox)
 
 	stop := cfg.Stop
 	assert.Equal(t, []any{4, "skip", 5, 0.6, 0.4, 6, 70, 8, 9, 10, 11, 12}, []any{

@@ -28,6 +28,7 @@ const (
 	kindNotifyFormat // json, slack, discord or ntfy
 	kindNotifyOn     // a list of stop, failure, success, milestone
 	kindEnvVarName   // "" or the name of an environment variable
+	kindSandboxMode  // off, auto or on
 )
 
 // isList reports whether an environment variable for the kind holds a JSON array.
@@ -81,6 +82,7 @@ var keyDefs = func() []keyDef {
 		{"review.command", kindStrings, []string{}},
 		{"scope.allow", kindGlobs, []string{}},
 		{"scope.deny", kindGlobs, []string{}},
+		{"scope.protect", kindGlobs, []string{}},
 		{"scope.lockfiles", kindGlobs, defaultLockfiles},
 		{"checkpoint.commit", kindBool, false},
 		{"budget.time", kindBudgetTime, "30m"},
@@ -106,6 +108,8 @@ var keyDefs = func() []keyDef {
 		{"resume.max_auto_resumes", kindCount, 3},
 		{"resume.backoff", kindDurations, []string{"30s", "2m", "5m"}},
 		{"resume.max_wait", kindDuration, "6h"},
+		{"sandbox.mode", kindSandboxMode, SandboxOff},
+		{"sandbox.writable", kindStrings, []string{}},
 		{"notify.command", kindStrings, []string{}},
 		{"notify.webhook_url_env", kindEnvVarName, ""},
 		{"notify.format", kindNotifyFormat, NotifyJSON},
