@@ -16,11 +16,14 @@ const (
 )
 
 // Violation is a changed path that a scope rule forbids. Pattern is the deny
-// glob it matched; it is empty for a path that no allow glob matched.
+// or protect glob it matched; it is empty for a path that no allow glob
+// matched. Change says, for the protect rule, what happened to the file
+// (ChangeModified, ChangeDeleted).
 type Violation struct {
 	Path    string
 	Rule    string
 	Pattern string
+	Change  string
 }
 
 // ValidGlob reports whether pattern is a usable scope or lockfile glob; the

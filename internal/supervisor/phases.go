@@ -315,27 +315,47 @@ func (s *Supervisor) afterImplement(ctx context.Context) (result, bool) {
 		return result{Event: Event{Outcome: Fault, Code: stopreasons.ConfigInvalid}, stop: &stop{Stop: stopreasons.Stop{Message: err.Error()}}}, true
 	}
 	violations = append(meta, violations...)
-	if len(violations) > 0 {
-		var files, rules, named, ruleNames []string
-		for _, v := range violations {
-			files = append(files, v.Path)
-			r := v.Rule
-			if v.Pattern != "" {
-				r += " " + v.Pattern
+	protected, err := s.protectedChanges(inScope, violations)
+	if errors.Is(err, guard.ErrBadGlob) {
+		return result{Event: Event{Outcome: Fault, Code: stopreasons.ConfigInvalid}, stop: &stop{Stop: stopreasons.Stop{Message: err.Error()}}}, true
+	} else if err != nil {
+		return s.gitFault(err), true
+	}
+	if len(violations) > 0 || len(protected) > 0 {
+		var files, rules, ruleNames, msgs []string
+		named := func(vs []guard.Violation, kind string) []string {
+			var out, evFiles, evRules []string
+			for _, v := range vs {
+				r := v.Rule
+				if v.Pattern != "" {
+					r += " " + v.Pattern
+				}
+				files, rules, evFiles, evRules = append(files, v.Path), append(rules, r), append(evFiles, v.Path), append(evRules, r)
+				if !slices.Contains(ruleNames, v.Rule) {
+					ruleNames = append(ruleNames, v.Rule)
+				}
+				if v.Change != "" {
+					r += ", " + v.Change
+				}
+				out = append(out, fmt.Sprintf("%q (%s%s)", v.Path, r, committedNote(committed, v.Path)))
 			}
-			rules = append(rules, r)
-			if !slices.Contains(ruleNames, v.Rule) {
-				ruleNames = append(ruleNames, v.Rule)
+			if len(vs) > 0 {
+				s.event("guard", map[string]any{"rule": kind, "files": evFiles, "rules": evRules})
 			}
-			named = append(named, fmt.Sprintf("%q (%s%s)", v.Path, r, committedNote(committed, v.Path)))
+			return out
 		}
-		s.event("guard", map[string]any{"rule": "scope", "files": files, "rules": rules})
-		msg := fmt.Sprintf("%d changed file(s) outside the scope: %s", len(files), strings.Join(named, ", "))
-		if len(meta) > 0 {
-			msg += " (" + guard.RuleGitMetadata + ": git's own config, info and hooks files, which can make git run programs or hide changes, are outside every scope)"
+		if out := named(violations, "scope"); len(out) > 0 {
+			msg := fmt.Sprintf("%d changed file(s) outside the scope: %s", len(out), strings.Join(out, ", "))
+			if len(meta) > 0 {
+				msg += " (" + guard.RuleGitMetadata + ": git's own config, info and hooks files, which can make git run programs or hide changes, are outside every scope)"
+			}
+			msgs = append(msgs, msg)
+		}
+		if out := named(protected, guard.RuleProtect); len(out) > 0 {
+			msgs = append(msgs, fmt.Sprintf("%d protected file(s) changed: %s; %s", len(out), strings.Join(out, ", "), guard.ProtectAdvice))
 		}
 		return result{Event: Event{Outcome: ScopeViolated}, stop: &stop{Stop: stopreasons.Stop{Condition: strings.Join(ruleNames, ", "),
-			Message: msg,
+			Message: strings.Join(msgs, "; "),
 			Details: &stopreasons.StopDetails{Files: files, Rules: rules, Committed: onlyIn(committed, files)}}}}, true
 	}
 	if !st.Flags.AllowDeps {
@@ -352,6 +372,24 @@ func (s *Supervisor) afterImplement(ctx context.Context) (result, bool) {
 		}
 	}
 	return result{}, false
+}
+
+// protectedChanges returns the changed files that existed at the start of
+// the run and match a scope.protect glob, leaving out those already in
+// violations. A run without a snapshot of its start (an older runr's)
+// cannot tell which files existed, and protects none.
+func (s *Supervisor) protectedChanges(changed []string, violations []guard.Violation) ([]guard.Violation, error) {
+	if len(s.cfg.Scope.Protect) == 0 {
+		return nil, nil
+	}
+	snap, err := s.guardSnapshot()
+	if err != nil || snap == nil {
+		return nil, err
+	}
+	changed = slices.DeleteFunc(slices.Clone(changed), func(p string) bool {
+		return slices.ContainsFunc(violations, func(v guard.Violation) bool { return v.Path == p })
+	})
+	return snap.CheckProtect(changed, s.cfg.Scope.Protect)
 }
 
 // agentChanges returns the tree's fingerprint and, sorted, every path the

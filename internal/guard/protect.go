@@ -1,0 +1,65 @@
+package guard
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// RuleProtect is the rule a change to a protected file breaks
+// (Violation.Rule, and the stop's details): a file that existed at the
+// start of the run and matches a scope.protect glob was modified, deleted
+// or renamed.
+const RuleProtect = "protect"
+
+// What happened to a protected file (Violation.Change).
+const (
+	ChangeModified = "modified"
+	ChangeDeleted  = "deleted or renamed"
+)
+
+// ProtectAdvice says what the protect rule stops and how to allow a change;
+// messages about a protect violation end with it.
+const ProtectAdvice = "existing files matching scope.protect may not be modified, deleted or renamed (new files may be added, and changed again); " +
+	"restore the files as they were at the start, or remove the glob from scope.protect or --protect to allow the change"
+
+// Existed reports whether a file was at path p (relative to the root) when
+// the snapshot was taken, tracked or not (an untracked file of a dirty
+// checkout counts), unless the start's ignore rules left it out.
+func (s *Snapshot) Existed(p string) bool {
+	f, ok := s.Files[p]
+	return ok && f.Hash != DeletedHash
+}
+
+// CheckProtect returns, in the order of changed, a violation for each
+// changed path (relative to the root, as ChangedFiles and a Tracker's Look
+// give them) that existed at the start of the run and matches a protect
+// glob: it was modified, or it is gone (deleted, or renamed, which deletes
+// the old name). A file that did not exist at the start may be created and
+// changed freely, whatever its name. Globs are scope globs (CheckScope): a
+// glob that names a directory protects every file under it. A bad glob is
+// an error that names it.
+func (s *Snapshot) CheckProtect(changed, protect []string) ([]Violation, error) {
+	globs, err := normalizeAll("scope.protect", protect)
+	if err != nil || len(globs) == 0 {
+		return nil, err
+	}
+	var out []Violation
+	for _, p := range changed {
+		if !s.Existed(p) {
+			continue
+		}
+		i := slices.IndexFunc(globs, func(g string) bool { return matchScope(g, p) })
+		if i < 0 {
+			continue
+		}
+		change := ChangeModified
+		if _, err := os.Lstat(filepath.Join(s.Top, filepath.FromSlash(p))); errors.Is(err, fs.ErrNotExist) {
+			change = ChangeDeleted
+		}
+		out = append(out, Violation{Path: p, Rule: RuleProtect, Pattern: protect[i], Change: change})
+	}
+	return out, nil
+}
