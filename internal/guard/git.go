@@ -140,14 +140,15 @@ func configEnv(pairs [][2]string) []string {
 	return append(env, fmt.Sprintf("GIT_CONFIG_COUNT=%d", n+len(pairs)))
 }
 
-// exec runs git with exactly args (after the safe environment).
+// exec runs git with exactly args (after the safe environment), naming
+// the git dirs pinned for c.dir, if any.
 func (c gitCmd) exec(ctx context.Context, args []string) ([]byte, error) {
 	env := append(os.Environ(), safeEnv...)
 	var stdout bytes.Buffer
 	res, err := worker.Run(ctx, worker.Spec{
 		Argv:      append([]string{"git"}, args...),
 		Dir:       c.dir,
-		Env:       append(env, c.env...),
+		Env:       slices.Concat(env, c.env, pinnedEnv(c.dir)),
 		Stdin:     c.stdin,
 		Stdout:    &stdout,
 		KillGrace: gitKillGrace,
@@ -172,6 +173,56 @@ func (c gitCmd) exec(ctx context.Context, args []string) ([]byte, error) {
 		return nil, fmt.Errorf("git %s (in %s): ended by signal %s", strings.Join(c.args, " "), c.dir, res.Signal)
 	}
 	return stdout.Bytes(), &gitError{args: c.args, dir: c.dir, code: res.ExitCode, stderr: string(res.Tail)}
+}
+
+// pinned holds, per working tree, the git dirs every git call runr runs
+// there names explicitly (GIT_DIR, GIT_COMMON_DIR, GIT_WORK_TREE), so that
+// git does not look for them through the tree's .git entry: in a linked
+// worktree that is a file an agent can rewrite, to point git at a git dir
+// of its own making, with its own config, hooks and HEAD.
+var pinned struct {
+	sync.RWMutex
+	dirs map[string]pinnedDirs
+}
+
+type pinnedDirs struct{ top, gitDir, common string }
+
+// Pin makes every later git call of this process in the snapshot's working
+// tree, and in each of dirs (other names of its root, as callers pass it),
+// name the git dir and common dir the snapshot recorded at the start of the
+// run, with the root as the work tree. It starts no process. A snapshot that
+// recorded no git dirs (an older runr's) pins nothing.
+func (s *Snapshot) Pin(dirs ...string) {
+	if s.Top == "" || s.GitDir == "" || s.CommonDir == "" {
+		return
+	}
+	p := pinnedDirs{top: s.Top, gitDir: s.GitDir, common: s.CommonDir}
+	pinned.Lock()
+	defer pinned.Unlock()
+	if pinned.dirs == nil {
+		pinned.dirs = map[string]pinnedDirs{}
+	}
+	for _, d := range append([]string{s.Top}, dirs...) {
+		if d != "" {
+			pinned.dirs[filepath.Clean(d)] = p
+		}
+	}
+}
+
+// pinnedEnv is the environment that names the git dirs pinned for dir,
+// exactly as given (a subdirectory, which git would search upwards from, is
+// not pinned; runr runs git at the root), or nil.
+func pinnedEnv(dir string) []string {
+	if dir == "" {
+		return nil
+	}
+	pinned.RLock()
+	p, ok := pinned.dirs[filepath.Clean(dir)]
+	pinned.RUnlock()
+	if !ok {
+		return nil
+	}
+	return []string{"GIT_DIR=" + p.gitDir, "GIT_COMMON_DIR=" + p.common, "GIT_WORK_TREE=" + p.top}
 }
 
 // driverlessCommands never run a filter, diff or merge driver: they never

@@ -123,3 +123,48 @@ func TestCheckProtectBadGlobAndNone(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, got)
 }
+
+// TestPinIgnoresRewrittenGitFile: once a snapshot's git dirs are pinned,
+// git calls in the worktree name them, whatever its .git file says later;
+// a snapshot read back from the run store (a resume) pins the same dirs.
+func TestPinIgnoresRewrittenGitFile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	commitFiles(t, repo, map[string]string{"a.txt": "a\n"})
+	real := gitT(t, repo, "rev-parse", "HEAD")
+	wt := filepath.Join(t.TempDir(), "wt")
+	gitT(t, repo, "worktree", "add", "--quiet", "-b", "work", wt)
+	wt, err := filepath.EvalSymlinks(wt)
+	require.NoError(t, err)
+
+	other := newRepo(t, true)
+	commitFiles(t, other, map[string]string{"b.txt": "b\n"})
+	fake := gitT(t, other, "rev-parse", "HEAD")
+
+	snap, err := TakeSnapshot(ctx, wt)
+	require.NoError(t, err)
+	data, err := snap.Encode()
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(wt, ".git"), []byte("gitdir: "+filepath.Join(other, ".git")+"\n"), 0o644))
+
+	// Not pinned: git follows the rewritten file.
+	head, err := Head(ctx, wt)
+	require.NoError(t, err)
+	require.Equal(t, fake, head)
+
+	back, err := DecodeSnapshot(data)
+	require.NoError(t, err)
+	back.Pin(wt + "/")
+	head, err = Head(ctx, wt)
+	require.NoError(t, err)
+	assert.Equal(t, real, head)
+	top, err := TopLevel(ctx, wt)
+	require.NoError(t, err)
+	assert.Equal(t, wt, top)
+	writeFile(t, wt, "c.txt", "c\n")
+	sha, err := CommitAll(ctx, wt, "pinned", nil)
+	require.NoError(t, err)
+	assert.Equal(t, sha, gitT(t, repo, "rev-parse", "work"))
+	assert.Equal(t, fake, gitT(t, other, "rev-parse", "HEAD"))
+}

@@ -512,6 +512,7 @@ func (s *Supervisor) guardSnapshot() (*guard.Snapshot, error) {
 		if s.snap, err = guard.DecodeSnapshot(data); err != nil {
 			return nil, err
 		}
+		s.snap.Pin(s.dir)
 	}
 	return s.snap, nil
 }

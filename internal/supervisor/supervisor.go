@@ -244,6 +244,10 @@ func (s *Supervisor) Continue(ctx context.Context, st *state.State) (*state.Stat
 	if stop := s.checkDir(); stop != nil {
 		return s.finish(stop)
 	}
+	// The git dirs of the run's start, before any git call of this one.
+	if _, err := s.guardSnapshot(); err != nil {
+		return s.finish(internalStop(err))
+	}
 	if stop := s.checkScopeGlobs(); stop != nil {
 		return s.finish(stop)
 	}
@@ -355,6 +359,9 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 	if s.snap, err = guard.TakeSnapshot(ctx, s.dir); err != nil {
 		return internalStop(err)
 	}
+	// From here on git is told where the repository is, not left to find
+	// it through a .git file the agent can rewrite.
+	s.snap.Pin(s.dir)
 	if err := s.saveSnapshot(); err != nil {
 		return internalStop(err)
 	}
