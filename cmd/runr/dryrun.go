@@ -166,6 +166,11 @@ func printDryRun(ios *IOStreams, plan *supervisor.Plan, cfg *config.Config, flag
 		row("checkpoint", "no commits (checkpoint.commit off): the changes are left uncommitted")
 	}
 	row("scope", "allow %s · deny %s", listOr(cfg.Scope.Allow, "everything not denied"), listOr(cfg.Scope.Deny, "nothing"))
+	if len(cfg.Scope.Protect) == 0 {
+		row("", "protect nothing")
+	} else {
+		row("", "protect %s: existing matching files may not be modified, deleted or renamed (new ones may be added)", listOr(cfg.Scope.Protect, ""))
+	}
 	deps := "a change to one stops the run (--allow-deps allows it)"
 	if flags.AllowDeps {
 		deps = "may change (--allow-deps)"

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/runr-dev/runr/internal/agents"
@@ -24,6 +25,9 @@ type Project struct {
 	Verify string // the verify command; "" when the project has none to run
 	// Note says why there is no verify command, or how it was chosen.
 	Note string
+	// Protect are the globs of the project's test files, proposed for
+	// scope.protect, and ProtectFrom the files that told (go.mod, ...).
+	Protect, ProtectFrom []string
 }
 
 // maxManifest bounds what is read of package.json and a Makefile: init
@@ -34,12 +38,54 @@ const maxManifest = 1 << 20
 // tested. A language's own test command comes first (go test, cargo test,
 // the package.json test script, pytest), in that order when there are
 // several; a Makefile's test target is used when no language gives one,
-// since `make test` often runs much more than a milestone needs.
+// since `make test` often runs much more than a milestone needs. The test
+// files to protect are those of every language found, whichever gives
+// the command.
 func Detect(dir string) Project {
 	has := func(name string) bool {
 		info, err := os.Stat(filepath.Join(dir, name))
 		return err == nil && info.Mode().IsRegular()
 	}
+	p := detect(dir, has)
+	p.Protect, p.ProtectFrom = testGlobs(has)
+	return p
+}
+
+// testFiles are, per file that marks a kind of project, the globs its test
+// files usually match.
+var testFiles = []struct {
+	markers []string
+	globs   []string
+}{
+	{[]string{"go.mod"}, []string{"**/*_test.go"}},
+	{[]string{"Cargo.toml"}, []string{"tests/**"}},
+	{[]string{"package.json"}, []string{"**/*.test.*", "**/*.spec.*", "**/__tests__/**"}},
+	{[]string{"pyproject.toml", "setup.py", "setup.cfg"}, []string{"tests/**", "**/test_*.py", "**/*_test.py"}},
+	{[]string{"pom.xml", "build.gradle", "build.gradle.kts"}, []string{"src/test/**"}},
+	{[]string{"Gemfile"}, []string{"spec/**", "test/**"}},
+}
+
+// testGlobs returns the test file globs of every kind of project whose
+// marker has reports present, without repeats, and the markers found.
+func testGlobs(has func(string) bool) (globs, from []string) {
+	for _, t := range testFiles {
+		for _, m := range t.markers {
+			if has(m) {
+				from = append(from, m)
+				for _, g := range t.globs {
+					if !slices.Contains(globs, g) {
+						globs = append(globs, g)
+					}
+				}
+				break
+			}
+		}
+	}
+	return globs, from
+}
+
+// detect is Detect's choice of the kind and the verify command.
+func detect(dir string, has func(string) bool) Project {
 	var fallback *Project
 	switch {
 	case has("go.mod"):

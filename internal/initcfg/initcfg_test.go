@@ -10,6 +10,7 @@ import (
 
 	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/supervisor"
 )
@@ -66,6 +67,7 @@ func TestInitWritesAConfigThatLoads(t *testing.T) {
 		{"Cargo.toml": ""},
 		{"pyproject.toml": ""},
 		{"Makefile": "test:\n\ttrue\n"},
+		{"Gemfile": "", "pom.xml": ""},
 		{},
 	} {
 		dir := project(t, files)
@@ -88,10 +90,45 @@ func TestInitWritesAConfigThatLoads(t *testing.T) {
 		assert.Equal(t, config.DefaultLockfiles(), cfg.Scope.Lockfiles)
 		assert.Equal(t, []string{"runr.yaml", ".github/workflows/**"}, cfg.Scope.Deny)
 		assert.False(t, cfg.Checkpoint.Commit)
+		if len(res.Project.Protect) > 0 {
+			assert.Equal(t, res.Project.Protect, cfg.Scope.Protect, "%v", files)
+		} else {
+			assert.Empty(t, cfg.Scope.Protect, "%v", files)
+		}
+		for _, g := range cfg.Scope.Protect {
+			assert.NoError(t, guard.ValidGlob(g))
+		}
 
 		task, err := supervisor.ReadTask(filepath.Join(dir, TaskFile), TaskFile)
 		require.NoError(t, err)
 		assert.Len(t, supervisor.Milestones(task), 2)
+	}
+}
+
+// The test files of every kind of project found are proposed for
+// scope.protect, each glob once.
+func TestDetectTestGlobs(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		files map[string]string
+		globs []string
+		from  []string
+	}{
+		{"go", map[string]string{"go.mod": ""}, []string{"**/*_test.go"}, []string{"go.mod"}},
+		{"rust", map[string]string{"Cargo.toml": ""}, []string{"tests/**"}, []string{"Cargo.toml"}},
+		{"node", map[string]string{"package.json": "{}"}, []string{"**/*.test.*", "**/*.spec.*", "**/__tests__/**"}, []string{"package.json"}},
+		{"python", map[string]string{"setup.py": ""}, []string{"tests/**", "**/test_*.py", "**/*_test.py"}, []string{"setup.py"}},
+		{"gradle", map[string]string{"build.gradle.kts": ""}, []string{"src/test/**"}, []string{"build.gradle.kts"}},
+		{"ruby", map[string]string{"Gemfile": ""}, []string{"spec/**", "test/**"}, []string{"Gemfile"}},
+		{"rust and python share tests/", map[string]string{"Cargo.toml": "", "pyproject.toml": ""},
+			[]string{"tests/**", "**/test_*.py", "**/*_test.py"}, []string{"Cargo.toml", "pyproject.toml"}},
+		{"a Makefile only", map[string]string{"Makefile": "test:\n\ttrue\n"}, nil, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Detect(project(t, tt.files))
+			assert.Equal(t, tt.globs, p.Protect)
+			assert.Equal(t, tt.from, p.ProtectFrom)
+		})
 	}
 }
 

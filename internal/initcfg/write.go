@@ -249,6 +249,21 @@ func Render(p Project, kind string, found bool) string {
 	w("  # Globs the agent must not change (guard_violation, exit 2): its own stop\n")
 	w("  # rules, and the CI workflows that run with the repository's secrets.\n")
 	w("  deny:\n    - runr.yaml\n    - \".github/workflows/**\"\n")
+	w("  # Existing files the agent may not modify, delete or rename (guard_violation,\n")
+	w("  # exit 2, rule protect); new files that match may be added. The cheapest way\n")
+	w("  # to make a failing test pass is to weaken the test: protect the tests.\n")
+	w("  # To let a run change one, remove its glob here (or set RUNR_SCOPE_PROTECT,\n")
+	w("  # or pass --protect, which replace this list for one run).\n")
+	if len(p.Protect) > 0 {
+		w("  # The test files of %s.\n", strings.Join(p.ProtectFrom, ", "))
+		w("  protect:\n")
+		for _, g := range p.Protect {
+			w("    - %s\n", quote(g))
+		}
+	} else {
+		w("  # E.g. protect: [\"tests/**\"].\n")
+		w("  protect: []\n")
+	}
 	w("  # Files that change only with dependencies (lockfile_violation, exit 3,\n")
 	w("  # unless runr run --allow-deps).\n")
 	w("  lockfiles:\n")
