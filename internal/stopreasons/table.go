@@ -14,10 +14,10 @@ var table = []Reason{
 	},
 	{
 		Code: GuardViolation, Title: "Change outside the allowed scope", Family: FamilyConstraint, ExitCode: 2, Category: CategoryGuardrail,
-		When:      "a changed file is outside scope.allow or inside scope.deny",
-		Diagnosis: `The agent changed {{len .Files}} file(s) outside its scope ({{.Condition}}): {{paths .Files}}.`,
+		When:      "a changed file is outside scope.allow or inside scope.deny, or a file that existed at the start and matches scope.protect was modified, deleted or renamed",
+		Diagnosis: `{{if eq .Condition "protect"}}The agent modified, deleted or renamed {{len .Files}} protected file(s) that existed when the run started (scope.protect): {{paths .Files}}.{{else}}The agent changed {{len .Files}} file(s) outside its scope ({{.Condition}}): {{paths .Files}}.{{end}}`,
 		NextActions: []string{
-			"revert the out-of-scope changes, or widen scope.allow / narrow scope.deny in runr.yaml",
+			"{{if eq .Condition \"protect\"}}restore the protected files (the stash below), or remove their glob from scope.protect (--protect) in runr.yaml if the change is wanted{{else}}revert the out-of-scope changes, or widen scope.allow / narrow scope.deny in runr.yaml{{end}}",
 			"git stash push --include-untracked -- {{shellJoin .Files}}",
 			"runr resume {{.RunID}}",
 		},
