@@ -3,8 +3,8 @@ package worker
 import (
 	"errors"
 	"fmt"
-	"syscall"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
