@@ -5,11 +5,18 @@ import "path/filepath"
 // StatePaths are where an agent CLI keeps its own state (settings,
 // sessions, caches, credentials it refreshes), which a sandboxed call must
 // be able to write: Dirs are created (0700) when missing so that they can
-// be granted; Files are granted when they exist, with their directory left
-// closed.
+// be granted; each of Files is granted alone (its directory stays closed),
+// and created (0600) with its Initial content when missing, since the
+// sandboxed CLI could not create it.
 type StatePaths struct {
 	Dirs  []string
-	Files []string
+	Files []StateFile
+}
+
+// StateFile is a file of an agent CLI's state.
+type StateFile struct {
+	Path    string
+	Initial string // what an absent file is created with
 }
 
 // StateDirs is the state of agent kind's CLI under home; getenv reads the
@@ -34,9 +41,10 @@ func StateDirs(kind, home string, getenv func(string) string) StatePaths {
 	case "claude":
 		// Claude Code keeps its settings, sessions and backups in
 		// ~/.claude and its account and project state in ~/.claude.json,
-		// which it rewrites in place.
+		// which it rewrites in place (an empty object is what it starts
+		// from).
 		dir := or("CLAUDE_CONFIG_DIR", filepath.Join(home, ".claude"))
-		return StatePaths{Dirs: []string{dir}, Files: []string{filepath.Join(home, ".claude.json")}}
+		return StatePaths{Dirs: []string{dir}, Files: []StateFile{{Path: filepath.Join(home, ".claude.json"), Initial: "{}\n"}}}
 	case "codex":
 		return StatePaths{Dirs: []string{or("CODEX_HOME", filepath.Join(home, ".codex"))}}
 	case "gemini":

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -86,7 +87,9 @@ func (s *Supervisor) planSandbox(ctx context.Context, tmp string) (SandboxPlan, 
 	}
 	statePaths := agents.StateDirs(s.cfg.Agent.Kind, s.home(), s.getenv)
 	extra = append(extra, statePaths.Dirs...)
-	extra = append(extra, statePaths.Files...)
+	for _, f := range statePaths.Files {
+		extra = append(extra, f.Path)
+	}
 	p, err := sandbox.Build(d, sandbox.Layout{WorkTree: s.dir, DenyDirs: deny, TempDir: tmp, Extra: extra})
 	if err != nil {
 		return plan, p, internalStop(err)
@@ -112,11 +115,8 @@ func (s *Supervisor) prepareSandbox(ctx context.Context) *stop {
 	}
 	c := &confinement{tmp: tmp}
 	s.sandbox = c
-	for _, dir := range agents.StateDirs(s.cfg.Agent.Kind, s.home(), s.getenv).Dirs {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return &stop{Stop: stopreasons.Stop{Code: stopreasons.EnvironmentInvalid, Condition: "sandbox.mode",
-				Message: fmt.Sprintf("sandbox: create the agent's state directory %s: %v", dir, err)}}
-		}
+	if err := createStatePaths(agents.StateDirs(s.cfg.Agent.Kind, s.home(), s.getenv)); err != nil {
+		return &stop{Stop: stopreasons.Stop{Code: stopreasons.EnvironmentInvalid, Condition: "sandbox.mode", Message: err.Error()}}
 	}
 	plan, p, sp := s.planSandbox(ctx, tmp)
 	c.decision, c.policy = plan.Decision, p
@@ -137,6 +137,32 @@ func (s *Supervisor) prepareSandbox(ctx context.Context) *stop {
 	}
 	if c.wrap, err = sandbox.Wrap(helper, p); err != nil {
 		return internalStop(err)
+	}
+	return nil
+}
+
+// createStatePaths creates the agent CLI's missing state dirs and files,
+// which the sandboxed CLI could not create itself.
+func createStatePaths(sp agents.StatePaths) error {
+	for _, dir := range sp.Dirs {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("sandbox: create the agent's state directory %s: %w", dir, err)
+		}
+	}
+	for _, f := range sp.Files {
+		fd, err := os.OpenFile(f.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err == nil {
+			_, err = fd.WriteString(f.Initial)
+			if cerr := fd.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("sandbox: create the agent's state file %s: %w", f.Path, err)
+		}
 	}
 	return nil
 }
