@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -40,6 +41,10 @@ func DenyDirs(workTree string, patterns []string) []string {
 	return out
 }
 
+// ErrWritable is wrapped by ResolveWritable's errors: an entry of
+// sandbox.writable that cannot be used.
+var ErrWritable = errors.New("sandbox.writable")
+
 // ResolveWritable turns sandbox.writable entries as written (absolute,
 // ~/..., or relative to the repository root) into absolute paths.
 func ResolveWritable(entries []string, repo, home string) ([]string, error) {
@@ -49,7 +54,7 @@ func ResolveWritable(entries []string, repo, home string) ([]string, error) {
 		switch {
 		case p == "~" || strings.HasPrefix(p, "~/"):
 			if home == "" {
-				return nil, fmt.Errorf("sandbox.writable %q: HOME is not set", e)
+				return nil, fmt.Errorf("%w %q: HOME is not set", ErrWritable, e)
 			}
 			p = filepath.Join(home, strings.TrimPrefix(p, "~"))
 		case !filepath.IsAbs(p):
@@ -147,4 +152,9 @@ func around(root string, excluded []string, grantRoot bool) ([]string, error) {
 		out = append(out, sub...)
 	}
 	return out, nil
+}
+
+func isDir(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.IsDir()
 }

@@ -51,6 +51,8 @@ type Decision struct {
 // refused to create.
 var ErrNamespacesRefused = errors.New("unprivileged user namespaces are not allowed (kernel.unprivileged_userns_clone / user.max_user_namespaces / AppArmor)")
 
+var errNoHelper = errors.New("the namespace setup was not tried")
+
 // Decide is the confinement of a run from f: a pure function, so that
 // each combination of kernel and mode is a row of a table test.
 func Decide(f Facts) Decision {

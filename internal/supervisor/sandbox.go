@@ -23,17 +23,6 @@ type confinement struct {
 	tmp      string   // the run's own TMPDIR, removed when the invocation ends
 }
 
-// SandboxPlan is what sandbox.mode comes to on this machine for a run:
-// the decision, the writable set and the read-only binds (a dry run, the
-// sandbox timeline event, runr doctor).
-type SandboxPlan struct {
-	sandbox.Decision
-	ABI      int      `json:"abi"`
-	Kernel   string   `json:"kernel"`
-	Writable []string `json:"writable,omitempty"`
-	ReadOnly []string `json:"read_only,omitempty"`
-}
-
 // sandboxHelper is the executable re-run as the sandbox helper: runr.
 func (s *Supervisor) sandboxHelper() (string, error) {
 	if s.o.SandboxHelper != "" {
@@ -46,56 +35,35 @@ func (s *Supervisor) sandboxHelper() (string, error) {
 	return exe, nil
 }
 
-// planSandbox decides the confinement of the agent's calls in s.dir: the
-// kernel's Landlock ABI, and, where a namespace would be used, a real
-// start of the helper in one (a probe). tmp is the run's TMPDIR ("" in a
-// dry run, which creates nothing).
-func (s *Supervisor) planSandbox(ctx context.Context, tmp string) (SandboxPlan, sandbox.Policy, *stop) {
-	mode := s.cfg.Sandbox.Mode
-	plan := SandboxPlan{Decision: sandbox.Decision{Mode: sandbox.ModeOff}}
-	if mode == "" || mode == sandbox.ModeOff {
-		return plan, sandbox.Policy{}, nil
+// planSandbox decides the confinement of the agent's calls in s.dir (see
+// sandbox.MakePlan). tmp is the run's TMPDIR ("" in a dry run, which
+// creates nothing).
+func (s *Supervisor) planSandbox(ctx context.Context, tmp string) (sandbox.Plan, sandbox.Policy, *stop) {
+	in := sandbox.Input{Mode: s.cfg.Sandbox.Mode, WorkTree: s.dir, Repo: s.o.Repo, Home: s.home(),
+		Deny: s.cfg.Scope.Deny, Writable: s.cfg.Sandbox.Writable, TempDir: tmp}
+	if in.Mode == "" || in.Mode == sandbox.ModeOff {
+		return sandbox.Plan{Decision: sandbox.Decision{Mode: sandbox.ModeOff}}, sandbox.Policy{}, nil
 	}
-	facts := sandbox.Facts{Mode: mode, ABI: sandbox.ABI(), Kernel: sandbox.Kernel()}
-	plan.ABI, plan.Kernel = facts.ABI, facts.Kernel
-	fi, err := os.Lstat(filepath.Join(s.dir, ".git"))
-	facts.Checkout = err == nil && fi.IsDir()
-	deny := sandbox.DenyDirs(s.dir, s.cfg.Scope.Deny)
-	facts.DenyDirs = len(deny) > 0
-	if facts.ABI > 0 && sandbox.NeedsNamespaces(facts.Checkout, facts.DenyDirs) {
-		helper, err := s.sandboxHelper()
-		if err != nil {
-			return plan, sandbox.Policy{}, internalStop(err)
-		}
-		ro := deny
-		if facts.Checkout {
-			ro = append([]string{filepath.Join(s.dir, ".git")}, deny...)
-		}
-		facts.Namespaces = sandbox.ProbeNamespaces(ctx, helper, s.dir, ro)
-	}
-	d := sandbox.Decide(facts)
-	plan.Decision = d
-	if d.Refusal != "" {
-		return plan, sandbox.Policy{}, &stop{Stop: stopreasons.Stop{Code: stopreasons.EnvironmentInvalid, Condition: "sandbox.mode", Message: d.Refusal}}
-	}
-	if !d.Confine {
-		return plan, sandbox.Policy{}, nil
-	}
-	extra, err := sandbox.ResolveWritable(s.cfg.Sandbox.Writable, s.o.Repo, s.home())
+	helper, err := s.sandboxHelper()
 	if err != nil {
-		return plan, sandbox.Policy{}, &stop{Stop: stopreasons.Stop{Code: stopreasons.ConfigInvalid, Condition: "sandbox.writable", Message: err.Error()}}
+		return sandbox.Plan{}, sandbox.Policy{}, internalStop(err)
 	}
-	statePaths := agents.StateDirs(s.cfg.Agent.Kind, s.home(), s.getenv)
-	extra = append(extra, statePaths.Dirs...)
-	for _, f := range statePaths.Files {
-		extra = append(extra, f.Path)
+	in.Helper = helper
+	sp := agents.StateDirs(s.cfg.Agent.Kind, s.home(), s.getenv)
+	in.State = append(in.State, sp.Dirs...)
+	for _, f := range sp.Files {
+		in.State = append(in.State, f.Path)
 	}
-	p, err := sandbox.Build(d, sandbox.Layout{WorkTree: s.dir, DenyDirs: deny, TempDir: tmp, Extra: extra})
-	if err != nil {
+	plan, p, err := sandbox.MakePlan(ctx, in)
+	if err != nil && !errors.Is(err, sandbox.ErrWritable) {
 		return plan, p, internalStop(err)
 	}
-	p.ABI = facts.ABI
-	plan.Writable, plan.ReadOnly = p.Writable, p.ReadOnly
+	if err != nil {
+		return plan, p, &stop{Stop: stopreasons.Stop{Code: stopreasons.ConfigInvalid, Condition: "sandbox.writable", Message: err.Error()}}
+	}
+	if plan.Refusal != "" {
+		return plan, p, &stop{Stop: stopreasons.Stop{Code: stopreasons.EnvironmentInvalid, Condition: "sandbox.mode", Message: plan.Refusal}}
+	}
 	return plan, p, nil
 }
 
@@ -121,7 +89,7 @@ func (s *Supervisor) prepareSandbox(ctx context.Context) *stop {
 	plan, p, sp := s.planSandbox(ctx, tmp)
 	c.decision, c.policy = plan.Decision, p
 	s.event("sandbox", map[string]any{"mode": plan.Mode, "confined": plan.Confine, "abi": plan.ABI, "kernel": plan.Kernel,
-		"namespace": plan.Namespace, "top_level_only": plan.TopLevel, "writable": plan.Writable, "read_only": plan.ReadOnly})
+		"namespace": plan.Namespace, "namespace_error": plan.NamespaceError, "top_level_only": plan.TopLevel, "writable": plan.Writable, "read_only": plan.ReadOnly})
 	if sp != nil {
 		return sp
 	}
