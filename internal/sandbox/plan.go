@@ -23,6 +23,9 @@ type Plan struct {
 type Input struct {
 	Mode     string
 	WorkTree string   // where the agent works
+	// Worktree: WorkTree is a worktree of the repository (its git dirs lie
+	// outside it), or stands for one a run would create (a dry run).
+	Worktree bool
 	Repo     string   // the repository root: relative sandbox.writable entries are taken from it
 	Home     string   // HOME, for ~ in sandbox.writable
 	Deny     []string // scope.deny
@@ -46,7 +49,7 @@ func MakePlan(ctx context.Context, in Input) (Plan, Policy, error) {
 	}
 	f := Facts{Mode: in.Mode, ABI: ABI(), Kernel: Kernel()}
 	plan.ABI, plan.Kernel = f.ABI, f.Kernel
-	f.Checkout = isDir(filepath.Join(in.WorkTree, ".git"))
+	f.Checkout = !in.Worktree && isDir(filepath.Join(in.WorkTree, ".git"))
 	deny := DenyDirs(in.WorkTree, in.Deny)
 	f.DenyDirs = len(deny) > 0
 	if f.ABI > 0 && NeedsNamespaces(f.Checkout, f.DenyDirs) {

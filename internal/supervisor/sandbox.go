@@ -39,7 +39,7 @@ func (s *Supervisor) sandboxHelper() (string, error) {
 // sandbox.MakePlan). tmp is the run's TMPDIR ("" in a dry run, which
 // creates nothing).
 func (s *Supervisor) planSandbox(ctx context.Context, tmp string) (sandbox.Plan, sandbox.Policy, *stop) {
-	in := sandbox.Input{Mode: s.cfg.Sandbox.Mode, WorkTree: s.dir, Repo: s.o.Repo, Home: s.home(),
+	in := sandbox.Input{Mode: s.cfg.Sandbox.Mode, WorkTree: s.dir, Worktree: s.st.Worktree != "" || s.o.Flags.Worktree, Repo: s.o.Repo, Home: s.home(),
 		Deny: s.cfg.Scope.Deny, Writable: s.cfg.Sandbox.Writable, TempDir: tmp}
 	if in.Mode == "" || in.Mode == sandbox.ModeOff {
 		return sandbox.Plan{Decision: sandbox.Decision{Mode: sandbox.ModeOff}}, sandbox.Policy{}, nil
