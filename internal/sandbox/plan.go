@@ -22,7 +22,7 @@ type Plan struct {
 // Input is what a plan is made from.
 type Input struct {
 	Mode     string
-	WorkTree string   // where the agent works
+	WorkTree string // where the agent works
 	// Worktree: WorkTree is a worktree of the repository (its git dirs lie
 	// outside it), or stands for one a run would create (a dry run).
 	Worktree bool
