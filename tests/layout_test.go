@@ -18,7 +18,7 @@ var allowedImports = map[string][]string{
 	"notify":         {"config", "state", "worker", "stopreasons"},
 	"supervisor":     {"stopconditions", "agents", "guard", "sandbox", "worker", "state", "doctor", "config", "stopreasons"},
 	"sandbox":        {"worker", "stopreasons"},
-	"doctor":         {"guard", "state", "stopconditions", "config", "worker", "stopreasons"},
+	"doctor":         {"guard", "sandbox", "state", "stopconditions", "config", "worker", "stopreasons"},
 	"agents":         {"worker", "stopreasons"},
 	"config":         {"stopconditions", "worker", "stopreasons"},
 	"guard":          {"worker", "stopreasons"},

@@ -319,3 +319,40 @@ func TestSandboxOffLeavesTheAgentAlone(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, string(b), `"type":"sandbox"`)
 }
+
+// TestSandboxDoctor: `runr doctor` shows the Landlock ABI, that user
+// namespaces work, and what a sandboxed run of this checkout may write;
+// `runr doctor <id>` shows the confinement the run got.
+func TestSandboxDoctor(t *testing.T) {
+	skipWithoutSandbox(t)
+	repo, _, env := sandboxRepo(t)
+	env = append(env, "RUNR_SANDBOX_MODE=on", `RUNR_AGENT_COMMAND=["sh","-c","echo RUNR_STATUS: done"]`)
+	doctor := func(args ...string) map[string]any {
+		cmd := exec.Command(filepath.Join(binDir, "runr"), append([]string{"doctor", "--json"}, args...)...)
+		cmd.Dir, cmd.Env = repo, env
+		out, err := cmd.Output()
+		require.NoError(t, err, "%s", out)
+		var v map[string]any
+		require.NoError(t, json.Unmarshal(out, &v))
+		return v
+	}
+	var sb map[string]any
+	for _, c := range doctor()["checks"].([]any) {
+		if c := c.(map[string]any); c["name"] == "sandbox" {
+			assert.Equal(t, true, c["ok"])
+			assert.Contains(t, c["detail"], "user namespaces: yes")
+			sb, _ = c["sandbox"].(map[string]any)
+		}
+	}
+	require.NotNil(t, sb, "a sandbox check with its plan")
+	assert.Equal(t, true, sb["namespace"])
+	assert.Equal(t, []any{filepath.Join(repo, ".git")}, sb["read_only"])
+	assert.Contains(t, sb["writable"], repo)
+
+	code, out := runSandboxed(t, repo, env, "--prompt", "go")
+	require.Equal(t, 0, code, out)
+	rec, _ := doctor("latest")["sandbox"].(map[string]any)
+	require.NotNil(t, rec, "doctor <id> shows the recorded confinement")
+	assert.Equal(t, "on", rec["mode"])
+	assert.Equal(t, true, rec["namespace"])
+}
