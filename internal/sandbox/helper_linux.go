@@ -41,6 +41,7 @@ func apply(p Policy, argv []string, stdout io.Writer) error {
 	// No capability of the namespace outlives the setup: the program gets
 	// what its uid gets, like any program it runs.
 	_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+	clearInheritable()
 	if p.Probe {
 		for _, path := range p.ReadOnly {
 			var fs unix.Statfs_t
@@ -173,4 +174,16 @@ func initialUserNamespace() bool {
 	}
 	f := strings.Fields(string(b))
 	return len(f) == 3 && f[0] == "0" && f[1] == "0" && f[2] == "4294967295"
+}
+
+// clearInheritable empties the inheritable capability set, which the
+// namespace setup filled to raise its ambient capability.
+func clearInheritable() {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if unix.Capget(&hdr, &data[0]) != nil {
+		return
+	}
+	data[0].Inheritable, data[1].Inheritable = 0, 0
+	_ = unix.Capset(&hdr, &data[0])
 }
