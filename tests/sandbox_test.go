@@ -356,3 +356,51 @@ func TestSandboxDoctor(t *testing.T) {
 	assert.Equal(t, "on", rec["mode"])
 	assert.Equal(t, true, rec["namespace"])
 }
+
+// TestSandboxWorktreeDenyDir: in a --worktree run a scope.deny directory
+// is bound read-only in a namespace, and so is the worktree's .git file.
+func TestSandboxWorktreeDenyDir(t *testing.T) {
+	skipWithoutSandbox(t)
+	repo, _, env := sandboxRepo(t)
+	agent := writeAgent(t, `
+try vendor 'echo x >> vendor/v.txt'
+try gitfile 'echo "gitdir: /tmp" > .git'
+try src 'echo b >> src/a.txt'
+echo "RUNR_STATUS: done"
+`)
+	code, out := runSandboxed(t, repo, append(env, `RUNR_SCOPE_DENY=["vendor/**"]`), "--prompt", "go", "--worktree", "--sandbox=on", "--", "sh", agent)
+	require.Equal(t, 0, code, "runr output:\n%s", out)
+	runDir, err := latestRunDir(repo)
+	require.NoError(t, err)
+	st := readRunState(t, repo)
+	tries := agentTries(t, runDir, st)
+	assert.Equal(t, map[string]string{"vendor": "EROFS", "gitfile": "EROFS", "src": "ok"}, tries)
+	ev := sandboxEvent(t, runDir)
+	assert.Equal(t, true, ev["namespace"])
+	assert.ElementsMatch(t, []any{filepath.Join(st.Worktree, ".git"), filepath.Join(st.Worktree, "vendor")}, ev["read_only"])
+}
+
+// TestSandboxOnResume: a resumed run is confined again, decided anew.
+func TestSandboxOnResume(t *testing.T) {
+	skipWithoutSandbox(t)
+	repo, _, env := sandboxRepo(t)
+	agent := writeAgent(t, `
+try outside$RUNR_ITERATION 'echo x > ../outside.txt'
+if [ "$RUNR_ITERATION" = 1 ]; then echo "RUNR_STATUS: blocked"; else echo "RUNR_STATUS: done"; fi
+`)
+	code, out := runSandboxed(t, repo, env, "--prompt", "go", "--sandbox=on", "--", "sh", agent)
+	require.Equal(t, 30, code, "runr output:\n%s", out)
+	cmd := exec.Command(filepath.Join(binDir, "runr"), "resume", "latest")
+	cmd.Dir, cmd.Env = repo, env
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	runDir, err := latestRunDir(repo)
+	require.NoError(t, err)
+	tl, err := os.ReadFile(filepath.Join(runDir, "timeline.jsonl"))
+	require.NoError(t, err)
+	assert.Equal(t, 2, strings.Count(string(tl), `"type":"sandbox"`), "decided at the start and at the resume")
+	log, err := os.ReadFile(filepath.Join(runDir, readRunState(t, repo).Milestones[0].Attempts[1].Log))
+	require.NoError(t, err)
+	assert.Contains(t, string(log), "TRY outside2 EACCES")
+	assert.NoFileExists(t, filepath.Join(repo, "..", "outside.txt"))
+}
