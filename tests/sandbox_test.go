@@ -404,3 +404,45 @@ if [ "$RUNR_ITERATION" = 1 ]; then echo "RUNR_STATUS: blocked"; else echo "RUNR_
 	assert.Contains(t, string(log), "TRY outside2 EACCES")
 	assert.NoFileExists(t, filepath.Join(repo, "..", "outside.txt"))
 }
+
+// TestSandboxAsAnOrdinaryUser: run by an unprivileged user, runr's helper
+// still sets up the namespace (its capability there is an ambient one)
+// and the agent ends up with none. It needs root to become that user
+// (setpriv), so it runs where the tests run as root.
+func TestSandboxAsAnOrdinaryUser(t *testing.T) {
+	skipWithoutSandbox(t)
+	setpriv, err := exec.LookPath("setpriv")
+	if os.Geteuid() != 0 || err != nil {
+		t.Skip("needs root and setpriv to run runr as another user")
+	}
+	repo, home, env := sandboxRepo(t)
+	base := filepath.Dir(repo)
+	agent := filepath.Join(base, "agent.sh")
+	require.NoError(t, os.WriteFile(agent, []byte(tryShell+`
+try gitconfig 'echo x >> .git/config'
+try outside 'echo x > ../outside.txt'
+try src 'echo b >> src/a.txt'
+echo "CAPS $(grep -E '^Cap(Inh|Prm|Eff|Amb)' /proc/self/status | awk '{print $2}' | tr '\n' ' ')"
+echo "RUNR_STATUS: done"
+`), 0o644))
+	const nobody = "65534"
+	for _, dir := range []string{base, filepath.Dir(base)} {
+		require.NoError(t, os.Chmod(dir, 0o755))
+	}
+	chown := exec.Command("chown", "-R", nobody+":"+nobody, repo, home)
+	out, err := chown.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	cmd := exec.Command(setpriv, "--reuid="+nobody, "--regid="+nobody, "--clear-groups",
+		filepath.Join(binDir, "runr"), "run", "--prompt", "go", "--sandbox=on", "--", "sh", agent)
+	cmd.Dir, cmd.Env = repo, env
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	runDir, err := latestRunDir(repo)
+	require.NoError(t, err)
+	st := readRunState(t, repo)
+	tries := agentTries(t, runDir, st)
+	assert.Equal(t, map[string]string{"gitconfig": "EROFS", "outside": "EACCES", "src": "ok"}, tries)
+	log, err := os.ReadFile(filepath.Join(runDir, st.Milestones[0].Attempts[0].Log))
+	require.NoError(t, err)
+	assert.Contains(t, string(log), "CAPS 0000000000000000 0000000000000000 0000000000000000 0000000000000000 ", "no capability left to the agent")
+}

@@ -144,6 +144,12 @@ func (s *Supervisor) sandboxTemp() (string, error) {
 			base = "/tmp"
 		}
 	}
+	// What a killed invocation of the run left behind goes first.
+	if old, err := filepath.Glob(filepath.Join(base, "runr-"+s.st.RunID+"-*")); err == nil {
+		for _, d := range old {
+			_ = os.RemoveAll(d)
+		}
+	}
 	dir, err := os.MkdirTemp(base, "runr-"+s.st.RunID+"-")
 	if err != nil {
 		return "", fmt.Errorf("sandbox: create the run's temporary directory: %w", err)
