@@ -35,6 +35,12 @@ func claudeCLI(t *testing.T) string {
 // talking to api.
 func runrWithCLI(t *testing.T, cli, repo string, api *testenv.MessagesAPI, args ...string) (int, string) {
 	t.Helper()
+	return runrWithCLIEnv(t, cli, repo, api, nil, args...)
+}
+
+// runrWithCLIEnv is runrWithCLI with env added last.
+func runrWithCLIEnv(t *testing.T, cli, repo string, api *testenv.MessagesAPI, env []string, args ...string) (int, string) {
+	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, "runr"), append([]string{"run", "--agent", "claude"}, args...)...)
 	cmd.Dir = repo
 	cmd.Env = append(testEnv(repo),
@@ -51,6 +57,7 @@ func runrWithCLI(t *testing.T, cli, repo string, api *testenv.MessagesAPI, args 
 		"RUNR_AGENT_TIMEOUT=2m",
 		"RUNR_AGENT_IDLE_TIMEOUT=90s",
 	)
+	cmd.Env = append(cmd.Env, env...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

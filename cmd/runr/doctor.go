@@ -96,6 +96,9 @@ func doctorEnv(opts *DoctorOptions) error {
 		Environ:    opts.IO.Environ,
 		AgentKinds: agents.Kinds(),
 	}
+	if exe, err := os.Executable(); err == nil {
+		eo.SandboxHelper = exe
+	}
 	// The agent to check comes from the config; an invalid config is
 	// reported by the checks themselves.
 	if top, err := repoRoot(); err == nil {
@@ -104,6 +107,11 @@ func doctorEnv(opts *DoctorOptions) error {
 				eo.AgentProgram = a.Program(agents.Request{Command: cfg.Agent.Command})
 				eo.AgentVersionArgs = a.VersionArgs()
 				eo.CredentialEnv = a.CredentialEnv()
+				sp := agents.StateDirs(cfg.Agent.Kind, lookupEnv(opts.IO.Environ, "HOME"), func(k string) string { return lookupEnv(opts.IO.Environ, k) })
+				eo.SandboxState = append(eo.SandboxState, sp.Dirs...)
+				for _, f := range sp.Files {
+					eo.SandboxState = append(eo.SandboxState, f.Path)
+				}
 				eo.AgentProblem = agents.RootSandboxProblem(cfg.Agent.Kind, cfg.Agent.PermissionMode, os.Geteuid(), opts.IO.Environ)
 				if err := agents.BudgetProblem(a, cfg.Budget.MaxCostUSD, cfg.Budget.MaxTokens, cfg.Agent.Price.InputPerMTok > 0 || cfg.Agent.Price.OutputPerMTok > 0); err != nil {
 					eo.AgentProblem = err.Error()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/sandbox"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/supervisor"
@@ -91,6 +92,9 @@ func dryRunJSON(plan *supervisor.Plan, cfg *config.Config, flags state.Flags, re
 	}
 	if plan.Programs == nil {
 		out["programs"] = []supervisor.FoundProgram{}
+	}
+	if plan.Sandbox != nil {
+		out["sandbox"] = plan.Sandbox
 	}
 	if plan.Stop != nil {
 		out["stop"] = plan.Stop
@@ -176,6 +180,15 @@ func printDryRun(ios *IOStreams, plan *supervisor.Plan, cfg *config.Config, flag
 		deps = "may change (--allow-deps)"
 	}
 	row("", "lockfiles %s: %s", listOr(cfg.Scope.Lockfiles, "none"), deps)
+	if sb := plan.Sandbox; sb != nil {
+		row("sandbox", "%s", sandboxLine(*sb))
+		if len(sb.Writable) > 0 {
+			row("", "the agent may write: %s", stopreasons.ShowPaths(sb.Writable))
+		}
+		for _, w := range sb.Warnings {
+			row("", "%s", stopreasons.VisibleLine(w))
+		}
+	}
 	b := cfg.Budget
 	row("budget", "time %s · max_ticks %s · max_iterations %s · max_cost_usd %s · max_tokens %s",
 		offDuration(b.Time), offInt(int64(b.MaxTicks)), offInt(int64(b.MaxIterations)), offFloat(b.MaxCostUSD), offInt(b.MaxTokens))
@@ -290,4 +303,21 @@ func offFloat(f float64) string {
 		return "off"
 	}
 	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+// sandboxLine is the decision of a dry run's sandbox row.
+func sandboxLine(p sandbox.Plan) string {
+	switch {
+	case p.Mode == sandbox.ModeOff:
+		return "off: the agent writes wherever its user may (--sandbox=on confines it)"
+	case p.Refusal != "":
+		return p.Mode + ": the run would stop: " + stopreasons.VisibleLine(p.Refusal)
+	case !p.Confine:
+		return p.Mode + ": unconfined, the kernel " + p.Kernel + " has no Landlock"
+	case p.Namespace:
+		return fmt.Sprintf("%s: Landlock ABI %d in a private mount namespace, read-only: %s", p.Mode, p.ABI, stopreasons.ShowPaths(p.ReadOnly))
+	case p.TopLevel:
+		return fmt.Sprintf("%s: Landlock ABI %d alone: the existing top-level entries are writable, not the root", p.Mode, p.ABI)
+	}
+	return fmt.Sprintf("%s: Landlock ABI %d", p.Mode, p.ABI)
 }

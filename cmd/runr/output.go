@@ -104,6 +104,19 @@ func (l *liveLine) activity() string {
 }
 
 func (l *liveLine) update(p supervisor.Progress) {
+	if p.Event == "warning" {
+		// A warning is said whatever the progress shows (--quiet too).
+		l.mu.Lock()
+		if l.io.ErrTTY {
+			l.clear()
+		}
+		fmt.Fprintf(l.io.Err, "runr: warning: %s\n", stopreasons.VisibleLine(p.Message))
+		if l.io.ErrTTY && !l.off && l.last.Event != "" {
+			l.draw()
+		}
+		l.mu.Unlock()
+		return
+	}
 	if l.off {
 		return
 	}

@@ -43,6 +43,10 @@ type Report struct {
 	// Hints are next actions for a person that are not commands.
 	Hints    []string `json:"hints"`
 	Warnings []string `json:"warnings"`
+	// Sandbox is the confinement the run's agent calls got, as recorded
+	// when the run (or its last resume) started; nil when none was
+	// recorded (sandbox.mode off).
+	Sandbox *SandboxRecord `json:"sandbox,omitempty"`
 }
 
 // ReasonInfo is the registry's row for the run's stop reason.
@@ -114,6 +118,8 @@ type TimelineSummary struct {
 	LastType string         `json:"last_type,omitempty"`
 	LastTick int            `json:"last_tick"`
 	LastTS   *time.Time     `json:"last_ts,omitempty"`
+
+	sandbox json.RawMessage // the data of the last `sandbox` event
 }
 
 // MilestoneRow is one milestone with its attempts.
@@ -168,6 +174,7 @@ func Diagnose(st *state.State, runDir string) (*Report, error) {
 		Warnings:   []string{},
 	}
 	r.Evidence = gatherEvidence(st, runDir, r)
+	r.Sandbox = sandboxRecord(r.Evidence.Timeline.sandbox)
 
 	if st.StopReason == nil || st.StopReason.Code == "" {
 		diagnoseUnstopped(st, r)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/guard"
+	"github.com/runr-dev/runr/internal/sandbox"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/worker"
@@ -23,6 +24,8 @@ type Check struct {
 	OK     bool             `json:"ok"`
 	Detail string           `json:"detail"`
 	Code   stopreasons.Code `json:"code"` // config_invalid for the config check, environment_invalid otherwise
+	// Sandbox is the sandbox check's plan for a run in the checkout.
+	Sandbox *sandbox.Plan `json:"sandbox,omitempty"`
 }
 
 // Names of the checks, in the order CheckEnvironment makes them.
@@ -58,6 +61,12 @@ type EnvOptions struct {
 	// CredentialEnv names the variables that can hold the agent's
 	// credentials; only whether each is set is reported, never its value.
 	CredentialEnv []string
+	// SandboxHelper is runr's executable, started as the sandbox helper to
+	// see whether a user and mount namespace can be set up; "" skips it.
+	SandboxHelper string
+	// SandboxState are the agent CLI's state dirs and files, which a
+	// sandboxed call may write.
+	SandboxState []string
 	// AgentProblem is a reason the configured agent cannot run that only
 	// cmd/runr can tell (running as root without IS_SANDBOX=1, a budget the
 	// agent reports no figures for); "" when there is none.
@@ -117,6 +126,7 @@ func CheckEnvironment(ctx context.Context, o EnvOptions) []Check {
 	if cfg != nil {
 		add(checkVerify(root, o.Environ, cfg))
 	}
+	add(checkSandbox(ctx, o, cfg, root))
 
 	if store != nil {
 		add(checkStaleLocks(store))

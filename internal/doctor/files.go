@@ -65,6 +65,10 @@ func scanTimeline(path string, onAttempt func(tick int, data json.RawMessage)) (
 			if onAttempt != nil && ev.Type == "attempt" {
 				onAttempt(ev.Tick, ev.Data)
 			}
+			if ev.Type == "sandbox" {
+				// The last one: a resume decides the sandbox again.
+				sum.sandbox = append(sum.sandbox[:0], ev.Data...)
+			}
 		}
 	}
 	if err := r.Err(); err != nil {

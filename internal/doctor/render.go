@@ -127,6 +127,13 @@ func (r *Report) WriteText(w io.Writer, useColor bool) error {
 	line("%s", r.Diagnosis)
 
 	r.writeEvidence(line, p)
+	if sb := r.Sandbox; sb != nil {
+		line("")
+		line("%s %s", p.head.Sprint("Sandbox:"), sb.Summary())
+		if len(sb.Writable) > 0 {
+			line("  may write: %s", strings.Join(sb.Writable, ", "))
+		}
+	}
 
 	if len(r.Conditions) > 0 {
 		line("")

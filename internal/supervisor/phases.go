@@ -214,6 +214,7 @@ func (s *Supervisor) implement(ctx context.Context) result {
 		spec.Stdin = strings.NewReader(inv.Stdin)
 	}
 	spec.Argv = append([]string{s.program}, spec.Argv[1:]...)
+	s.confine(&spec)
 	attempt := state.Attempt{Tick: st.Tick, Iteration: st.Iteration, Log: s.relLog(logPath)}
 	m.Attempts = append(m.Attempts, attempt)
 	res, err := s.runProcess(ctx, state.PhaseImplement, spec)
@@ -224,6 +225,10 @@ func (s *Supervisor) implement(ctx context.Context) result {
 				stop: &stop{Stop: stopreasons.Stop{Condition: "agent.command", Message: err.Error(), Details: &stopreasons.StopDetails{Command: s.program}}}}
 		}
 		return fault(err)
+	}
+	if msg, failed := s.sandboxFailure(res); failed {
+		return result{Event: Event{Outcome: Fault, Code: stopreasons.EnvironmentInvalid},
+			stop: &stop{Stop: stopreasons.Stop{Code: stopreasons.EnvironmentInvalid, Condition: "sandbox.mode", Message: msg}}}
 	}
 	ar := parser.Finish(res.ExitCode, res.Tail)
 	s.account(ar, res)

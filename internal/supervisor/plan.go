@@ -3,8 +3,11 @@ package supervisor
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/runr-dev/runr/internal/sandbox"
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
@@ -22,6 +25,9 @@ type Plan struct {
 	// Programs is the programs of the verify commands and custom scripts,
 	// as found on PATH.
 	Programs []FoundProgram
+	// Sandbox is what sandbox.mode comes to for the run; nil when the
+	// checks stopped before it.
+	Sandbox *sandbox.Plan
 	// Checks is every check made, in the order a run makes them; the
 	// checks after a failed one are not made, as a run stops there.
 	Checks []Check
@@ -116,6 +122,24 @@ func DryRun(ctx context.Context, o Options) *Plan {
 		ok("programs", fmt.Sprintf("%d program(s) of the verify commands and scripts found", len(found)))
 	}
 
+	// The run's TMPDIR is made when it starts; its name shows where.
+	sbx, _, sp := s.planSandbox(ctx, filepath.Join(os.TempDir(), "runr-<run id>-*"))
+	if o.Flags.Worktree {
+		// Planned on the checkout, shown at the worktree a run creates.
+		for _, list := range [][]string{sbx.Writable, sbx.ReadOnly} {
+			for i, path := range list {
+				if rel, err := filepath.Rel(o.Repo, path); err == nil && filepath.IsLocal(rel) || path == o.Repo {
+					list[i] = filepath.Join(p.Dir, rel)
+				}
+			}
+		}
+	}
+	p.Sandbox = &sbx
+	if sp != nil {
+		return fail("sandbox", sp)
+	}
+	ok("sandbox", sandboxSummary(sbx))
+
 	switch {
 	case o.Flags.Worktree:
 		ok("collisions", "none possible: the run has a worktree of its own")
@@ -128,4 +152,19 @@ func DryRun(ctx context.Context, o Options) *Plan {
 		ok("collisions", "no live run on this checkout claims an overlapping scope")
 	}
 	return p
+}
+
+// sandboxSummary says in a line what a plan gives the agent.
+func sandboxSummary(p sandbox.Plan) string {
+	switch {
+	case p.Mode == sandbox.ModeOff:
+		return "off: the agent writes wherever its user may"
+	case !p.Confine:
+		return fmt.Sprintf("%s: unconfined, the kernel (%s) has no Landlock", p.Mode, p.Kernel)
+	case p.Namespace:
+		return fmt.Sprintf("%s: Landlock ABI %d, and a private mount namespace with %s read-only", p.Mode, p.ABI, strings.Join(p.ReadOnly, ", "))
+	case p.TopLevel:
+		return fmt.Sprintf("%s: Landlock ABI %d alone (no namespace): the checkout's existing top-level entries writable, not its root", p.Mode, p.ABI)
+	}
+	return fmt.Sprintf("%s: Landlock ABI %d (the git directories lie outside the worktree)", p.Mode, p.ABI)
 }

@@ -58,7 +58,7 @@ func TestDryRunStopsAsTheRunWould(t *testing.T) {
 			last := plan.Checks[len(plan.Checks)-1]
 			if tc.want == "" {
 				assert.Nil(t, plan.Stop)
-				assert.Len(t, plan.Checks, 5)
+				assert.Len(t, plan.Checks, 6)
 				assert.True(t, last.OK)
 				assert.NotEmpty(t, plan.Agent.Path)
 			} else {

@@ -57,6 +57,9 @@ type Options struct {
 	// Milestones is told of each approved milestone (notify.on milestone);
 	// nil for nobody. It returns within its own timeout.
 	Milestones MilestoneNotifier
+	// SandboxHelper is the executable re-run as the sandbox helper in
+	// front of a confined agent call; "" is runr's own (os.Executable).
+	SandboxHelper string
 }
 
 // MilestoneNotifier is told when a milestone is approved; an error is
@@ -76,7 +79,7 @@ type Progress struct {
 	Budget      time.Duration
 	CostUSD     float64
 	Closest     *state.ConditionProg
-	Event       string // "tick" (a tick starts), "tick_done", "activity", "stop", "wait"
+	Event       string // "tick" (a tick starts), "tick_done", "activity", "stop", "wait", "warning" (Message, said once)
 	Message     string
 	WaitingTill time.Time
 
@@ -123,6 +126,8 @@ type Supervisor struct {
 	delta *guard.Delta
 	// notifying counts the milestone notifications under way.
 	notifying sync.WaitGroup
+	// sandbox is the confinement of the agent's calls; nil unconfined.
+	sandbox *confinement
 }
 
 type signalStop struct {
@@ -257,6 +262,9 @@ func (s *Supervisor) Continue(ctx context.Context, st *state.State) (*state.Stat
 	if stop := s.checkPrograms(); stop != nil {
 		return s.finish(stop)
 	}
+	if stop := s.prepareSandbox(ctx); stop != nil {
+		return s.finish(stop)
+	}
 	if stop := s.claim(ctx); stop != nil {
 		return s.finish(stop)
 	}
@@ -294,6 +302,7 @@ func (s *Supervisor) openRunFiles() error {
 }
 
 func (s *Supervisor) release() {
+	s.dropSandbox()
 	if s.tracker != nil {
 		s.tracker.Close()
 	}
@@ -386,6 +395,9 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 	}
 	st.StartFiles = s.existingWatchedFiles()
 	if stop := s.checkPrograms(); stop != nil {
+		return stop
+	}
+	if stop := s.prepareSandbox(ctx); stop != nil {
 		return stop
 	}
 	if stop := s.claim(ctx); stop != nil {

@@ -1,8 +1,10 @@
 package worker
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,3 +36,10 @@ func carries(pid int, kv string) bool { return false }
 
 // growPipe keeps the default pipe: macOS sizes pipes by itself.
 func growPipe(f *os.File, size int) {}
+
+// newNamespaces refuses: user and mount namespaces are Linux's.
+func newNamespaces(a *syscall.SysProcAttr) error {
+	return errors.New("user and mount namespaces exist on Linux only")
+}
+
+func namespaceRefused(err error) bool { return false }

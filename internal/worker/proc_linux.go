@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -137,4 +138,32 @@ func growPipe(f *os.File, size int) {
 			_, _, _ = syscall.Syscall(syscall.SYS_FCNTL, fd, setPipeSize, uintptr(size))
 		})
 	}
+}
+
+// capSysAdmin is CAP_SYS_ADMIN, from linux/capability.h.
+const capSysAdmin = 21
+
+// newNamespaces asks for a user and mount namespace for the process: the
+// caller's uid and gid map to themselves (the process keeps its ids), and
+// CAP_SYS_ADMIN of the new user namespace stays an ambient capability past
+// the gate's exec, so that an unprivileged caller's program may mount too.
+func newNamespaces(a *syscall.SysProcAttr) error {
+	a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS
+	uid, gid := os.Getuid(), os.Getgid()
+	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+	a.GidMappingsEnableSetgroups = false
+	a.AmbientCaps = []uintptr{capSysAdmin}
+	return nil
+}
+
+// namespaceRefused reports whether a start with Spec.Namespaces failed
+// because the kernel refused the namespaces rather than the program.
+func namespaceRefused(err error) bool {
+	for _, e := range []error{syscall.EPERM, syscall.EACCES, syscall.ENOSPC, syscall.EUSERS, syscall.EINVAL} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }

@@ -108,7 +108,23 @@ type Spec struct {
 	// data, its stderr the message). A write error drops the rest of stdout
 	// but the process is still drained.
 	Stdout io.Writer
+	// Wrap, when set, is a program and its first arguments that start the
+	// process in its place: Argv's program is found and checked as without
+	// it, and Wrap's program runs with the found path and Argv's arguments
+	// appended (runr's sandbox helper, which then becomes the program with
+	// exec, keeping its pid and group).
+	Wrap []string
+	// Namespaces starts the process in a user and mount namespace of its
+	// own (Linux): the caller's uid and gid map to themselves, setgroups is
+	// denied, and CAP_SYS_ADMIN is an ambient capability so that the
+	// program past the gate may mount there. A kernel that refuses the
+	// namespace fails the start with an error wrapping ErrNamespaces.
+	Namespaces bool
 }
+
+// ErrNamespaces is wrapped by Run when Spec.Namespaces was asked for and the
+// kernel refused to create the namespaces.
+var ErrNamespaces = errors.New("cannot create a user and mount namespace")
 
 // Proc identifies a started process. StartTime is /proc/PID/stat field 22 on
 // Linux (microseconds since the epoch on macOS); together with PID it tells the
@@ -190,6 +206,17 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 	var termSent atomic.Bool
 	cmd := exec.CommandContext(stopCtx, path, spec.Argv[1:]...)
 	cmd.Args[0] = spec.Argv[0]
+	args := spec.Argv[1:]
+	if len(spec.Wrap) > 0 {
+		if reason := unknownFormat(path); reason != "" {
+			out.close()
+			closeAll(stdoutR, stdoutW, stderrR, stderrW)
+			return Result{}, fmt.Errorf("run %w", &NotFoundError{Name: spec.Argv[0], Reason: reason})
+		}
+		args = append(append(append([]string{}, spec.Wrap[1:]...), path), spec.Argv[1:]...)
+		path = spec.Wrap[0]
+		cmd = exec.CommandContext(stopCtx, path, args...)
+	}
 	var gateW *os.File
 	if spec.OnStart != nil {
 		if reason := unknownFormat(path); reason != "" {
@@ -205,13 +232,13 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 		}
 		defer gateR.Close()
 		defer gateW.Close()
-		if script, ok := shellScript(path, spec.Argv); ok {
+		if script, ok := shellScript(path, spec.Argv); ok && len(spec.Wrap) == 0 {
 			// `sh -c SCRIPT`: the gate's own shell runs the script once
 			// past the gate, which spares an exec.
 			cmd = exec.CommandContext(stopCtx, gateShell, append([]string{"-c", gatePrefix + script}, spec.Argv[3:]...)...)
 			cmd.Args[0] = spec.Argv[0]
 		} else {
-			cmd = exec.CommandContext(stopCtx, gateShell, append([]string{"-c", gateScript, spec.Argv[0], path}, spec.Argv[1:]...)...)
+			cmd = exec.CommandContext(stopCtx, gateShell, append([]string{"-c", gateScript, spec.Argv[0], path}, args...)...)
 		}
 		cmd.ExtraFiles = []*os.File{gateR}
 	}
@@ -221,6 +248,13 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 	cmd.Stdout = stdoutW
 	cmd.Stderr = stderrW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if spec.Namespaces {
+		if err := newNamespaces(cmd.SysProcAttr); err != nil {
+			out.close()
+			closeAll(stdoutR, stdoutW, stderrR, stderrW)
+			return Result{}, fmt.Errorf("run %s: %w: %w", spec.Argv[0], ErrNamespaces, err)
+		}
+	}
 	cmd.Cancel = func() error {
 		termSent.Store(true)
 		return terminateGroup(cmd.Process.Pid)
@@ -232,6 +266,9 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 	if err := cmd.Start(); err != nil {
 		out.close()
 		closeAll(stdoutR, stdoutW, stderrR, stderrW)
+		if spec.Namespaces && namespaceRefused(err) {
+			return Result{}, fmt.Errorf("run %s: %w: %w", spec.Argv[0], ErrNamespaces, errors.Unwrap(err))
+		}
 		return Result{}, startError(spec.Argv[0], err)
 	}
 	started := time.Now()

@@ -1,0 +1,189 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// Main is the helper: args are what follows HelperArg. It sets up the
+// policy's read-only binds, restricts itself with Landlock and becomes
+// the program with exec (same pid, same process group), so Main returns
+// only when that failed: with ExitSetupFailed, after a line starting with
+// ErrorPrefix on stderr. A probe prints "ok" and returns 0.
+func Main(args []string, stdout, stderr io.Writer) int {
+	runtime.LockOSThread()
+	p, argv, err := parseArgs(args)
+	if err == nil {
+		err = apply(p, argv, stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s%v\n", ErrorPrefix, err)
+		return ExitSetupFailed
+	}
+	return 0
+}
+
+func apply(p Policy, argv []string, stdout io.Writer) error {
+	if len(p.ReadOnly) > 0 {
+		if err := bindReadOnly(p.ReadOnly); err != nil {
+			return err
+		}
+	}
+	// No capability of the namespace outlives the setup: the program gets
+	// what its uid gets, like any program it runs.
+	_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+	clearInheritable()
+	if p.Probe {
+		for _, path := range p.ReadOnly {
+			var fs unix.Statfs_t
+			if err := unix.Statfs(path, &fs); err != nil {
+				return fmt.Errorf("statfs %s: %w", path, err)
+			}
+			if fs.Flags&unix.ST_RDONLY == 0 {
+				return fmt.Errorf("%s is still writable after the read-only bind", path)
+			}
+		}
+		_, err := fmt.Fprintln(stdout, "ok")
+		return err
+	}
+	if p.ABI > 0 {
+		if err := restrict(p.ABI, p.Writable); err != nil {
+			return fmt.Errorf("landlock: %w", err)
+		}
+	}
+	err := syscall.Exec(argv[0], argv, os.Environ())
+	return fmt.Errorf("exec %s: %w", argv[0], err)
+}
+
+// bindReadOnly makes the mounts of the new namespace private (nothing
+// propagates back to the caller's), then binds each path onto itself and
+// remounts the bind read-only, keeping the flags the parent mount has: in
+// a user namespace they are locked, and a remount that drops one fails.
+func bindReadOnly(paths []string) error {
+	// Started by hand or by a worker without Spec.Namespaces, the binds
+	// would land in the caller's own mount namespace.
+	if initialUserNamespace() {
+		return errors.New("the helper is not in a user and mount namespace of its own; it binds nothing in the caller's")
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make / private in the mount namespace: %w", err)
+	}
+	for _, path := range paths {
+		if err := unix.Mount(path, path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", path, err)
+		}
+		var fs unix.Statfs_t
+		if err := unix.Statfs(path, &fs); err != nil {
+			return fmt.Errorf("statfs %s: %w", path, err)
+		}
+		flags := uintptr(unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY) | lockedFlags(fs.Flags)
+		if err := unix.Mount("", path, "", flags, ""); err != nil {
+			return fmt.Errorf("remount %s read-only: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// lockedFlags are the mount flags of statfs's f_flags that a remount must
+// repeat.
+func lockedFlags(st int64) uintptr {
+	var f uintptr
+	for _, m := range []struct {
+		st int64
+		ms uintptr
+	}{
+		{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
+		{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
+	} {
+		if st&m.st != 0 {
+			f |= m.ms
+		}
+	}
+	if st&(unix.ST_NOATIME|unix.ST_RELATIME) == 0 {
+		f |= unix.MS_STRICTATIME
+	}
+	return f
+}
+
+// The write-side rights: Landlock handles only these, so reading and
+// executing stay unrestricted.
+const (
+	fileWrite = ll.AccessFSWriteFile | ll.AccessFSTruncate
+	dirWrite  = fileWrite | ll.AccessFSRemoveDir | ll.AccessFSRemoveFile | ll.AccessFSMakeChar | ll.AccessFSMakeDir |
+		ll.AccessFSMakeReg | ll.AccessFSMakeSock | ll.AccessFSMakeFifo | ll.AccessFSMakeBlock | ll.AccessFSMakeSym | ll.AccessFSRefer
+)
+
+// writeRights is the write-side rights ABI abi knows: refer from 2,
+// truncate from 3. Left out, a right is not handled (allowed everywhere,
+// as before those kernels).
+func writeRights(abi int) landlock.AccessFSSet {
+	r := landlock.AccessFSSet(dirWrite)
+	if abi < 2 {
+		r &^= ll.AccessFSRefer
+	}
+	if abi < 3 {
+		r &^= ll.AccessFSTruncate
+	}
+	return r
+}
+
+// restrict lets the process and everything it starts write only beneath
+// writable, and (ABI 6) signal only processes of its own sandbox.
+func restrict(abi int, writable []string) error {
+	handled := writeRights(abi)
+	args := []any{handled}
+	if abi >= 6 {
+		args = append(args, landlock.ScopedSet(ll.ScopeSignal))
+	}
+	cfg, err := landlock.NewConfig(args...)
+	if err != nil {
+		return err
+	}
+	var rules []landlock.Rule
+	for _, path := range writable {
+		fi, err := os.Stat(path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		} else if err != nil {
+			return fmt.Errorf("stat %s: %w", path, err)
+		}
+		rights := handled
+		if !fi.IsDir() {
+			rights &= fileWrite
+		}
+		rules = append(rules, landlock.PathAccess(rights, path))
+	}
+	return cfg.BestEffort().Restrict(rules...)
+}
+
+// initialUserNamespace reports whether the process is in the initial user
+// namespace, whose uid_map is the whole identity range.
+func initialUserNamespace() bool {
+	b, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil {
+		return true
+	}
+	f := strings.Fields(string(b))
+	return len(f) == 3 && f[0] == "0" && f[1] == "0" && f[2] == "4294967295"
+}
+
+// clearInheritable empties the inheritable capability set, which the
+// namespace setup filled to raise its ambient capability.
+func clearInheritable() {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if unix.Capget(&hdr, &data[0]) != nil {
+		return
+	}
+	data[0].Inheritable, data[1].Inheritable = 0, 0
+	_ = unix.Capset(&hdr, &data[0])
+}

@@ -1,0 +1,107 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runr-dev/runr/internal/worker"
+)
+
+// The test binary is the helper when run with HelperArg, as runr is.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == HelperArg {
+		os.Exit(Main(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func needLandlock(t *testing.T) {
+	t.Helper()
+	if ABI() == 0 {
+		t.Skipf("this kernel (%s) has no Landlock", Kernel())
+	}
+}
+
+// confined runs script under policy p (with a namespace when ns) through
+// worker, as an agent call is run, and returns its output.
+func confined(t *testing.T, dir string, p Policy, ns bool, script string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	wrap, err := Wrap(exe, p)
+	require.NoError(t, err)
+	var out strings.Builder
+	res, err := worker.Run(context.Background(), worker.Spec{Argv: []string{"sh", "-c", script}, Dir: dir, Wrap: wrap, Namespaces: ns,
+		Stdout: &out, OnStart: func(worker.Proc) error { return nil }})
+	require.NoError(t, err)
+	require.Equal(t, 0, res.ExitCode, "output: %s%s", out.String(), res.Tail)
+	return out.String()
+}
+
+const probeWrites = `w() { if ( eval "$2" ) 2>/dev/null; then echo "$1 ok"; else echo "$1 denied"; fi; }; `
+
+func TestHelperInANamespace(t *testing.T) {
+	needLandlock(t)
+	root := tree(t, ".git/config", "go.mod", "src/a.go")
+	outside := t.TempDir()
+	p, err := Build(Decision{Confine: true, Namespace: true}, Layout{WorkTree: root})
+	require.NoError(t, err)
+	p.ABI = ABI()
+	require.NoError(t, ProbeNamespaces(context.Background(), mustExe(t), root, p.ReadOnly))
+	out := confined(t, root, p, true, probeWrites+`w git 'echo x >> .git/config'; w src 'echo y >> src/a.go'; `+
+		`w rename 'echo m > go.mod.new && mv go.mod.new go.mod'; w new 'echo n > NEW'; w outside 'echo o > `+outside+`/o'; `+
+		`w umount 'umount .git'`)
+	assert.Equal(t, "git denied\nsrc ok\nrename ok\nnew ok\noutside denied\numount denied\n", out)
+	assert.NoFileExists(t, filepath.Join(outside, "o"))
+	b, err := os.ReadFile(filepath.Join(root, ".git", "config"))
+	require.NoError(t, err)
+	assert.Equal(t, "x", string(b))
+}
+
+// TestHelperTopLevelOnly is the auto fallback in a checkout without
+// namespaces: Landlock alone, the existing top-level entries writable, not
+// the root.
+func TestHelperTopLevelOnly(t *testing.T) {
+	needLandlock(t)
+	root := tree(t, ".git/config", "go.mod", "src/a.go")
+	p, err := Build(Decision{Confine: true, TopLevel: true}, Layout{WorkTree: root})
+	require.NoError(t, err)
+	p.ABI = ABI()
+	out := confined(t, root, p, false, probeWrites+`w git 'echo x >> .git/config'; w src 'echo y >> src/a.go'; w srcnew 'echo y > src/b.go'; `+
+		`w gomod 'echo m >> go.mod'; w rename 'echo m > src/go.mod.new && mv src/go.mod.new go.mod'; w new 'echo n > NEW'`)
+	assert.Equal(t, "git denied\nsrc ok\nsrcnew ok\ngomod ok\nrename denied\nnew denied\n", out)
+}
+
+func TestHelperRefusesToBindOutsideANamespace(t *testing.T) {
+	if !initialUserNamespace() {
+		t.Skip("the test runs in a user namespace already: the helper would bind in the test's own mounts")
+	}
+	root := tree(t, ".git/config")
+	var out, errOut strings.Builder
+	code := Main([]string{`{"probe":true,"read_only":["` + filepath.Join(root, ".git") + `"]}`}, &out, &errOut)
+	assert.Equal(t, ExitSetupFailed, code)
+	assert.Contains(t, errOut.String(), ErrorPrefix+"the helper is not in a user and mount namespace of its own")
+	assert.Empty(t, out.String())
+}
+
+func TestHelperArguments(t *testing.T) {
+	var errOut strings.Builder
+	assert.Equal(t, ExitSetupFailed, Main([]string{`{"abi":0}`, "sh"}, &strings.Builder{}, &errOut))
+	assert.Contains(t, errOut.String(), "no program given after --")
+	errOut.Reset()
+	assert.Equal(t, ExitSetupFailed, Main([]string{`{`}, &strings.Builder{}, &errOut))
+	assert.Contains(t, errOut.String(), "not valid JSON")
+}
+
+func mustExe(t *testing.T) string {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	return exe
+}

@@ -1,0 +1,83 @@
+package sandbox
+
+import (
+	"context"
+	"path/filepath"
+)
+
+// Plan is what sandbox.mode comes to on this machine for one work tree:
+// the decision, the kernel it was made for, where the agent may write and
+// what is bound read-only. It is recorded as the run's `sandbox` event and
+// shown by a dry run and runr doctor.
+type Plan struct {
+	Decision
+	ABI      int      `json:"abi"`
+	Kernel   string   `json:"kernel"`
+	Writable []string `json:"writable,omitempty"`
+	ReadOnly []string `json:"read_only,omitempty"`
+	// NamespaceError is why the namespace setup failed, when it was tried.
+	NamespaceError string `json:"namespace_error,omitempty"`
+}
+
+// Input is what a plan is made from.
+type Input struct {
+	Mode     string
+	WorkTree string // where the agent works
+	// Worktree: WorkTree is a worktree of the repository (its git dirs lie
+	// outside it), or stands for one a run would create (a dry run).
+	Worktree bool
+	Repo     string   // the repository root: relative sandbox.writable entries are taken from it
+	Home     string   // HOME, for ~ in sandbox.writable
+	Deny     []string // scope.deny
+	Writable []string // sandbox.writable, as written
+	State    []string // the agent CLI's state dirs and files, absolute
+	TempDir  string   // the run's TMPDIR; "" when not created (a dry run)
+	// Helper is the executable started as the helper for the namespace
+	// probe; "" skips the probe (the namespace counts as refused).
+	Helper string
+}
+
+// MakePlan decides and builds the sandbox of in: it reads the Landlock ABI
+// and, where a namespace would be used, starts the helper in one to see
+// that the read-only binds work. It returns the plan and the policy the
+// helper applies; a refusal is in the plan's Decision, an error is one of
+// the inputs (a sandbox.writable entry) or of the file system.
+func MakePlan(ctx context.Context, in Input) (Plan, Policy, error) {
+	plan := Plan{Decision: Decision{Mode: ModeOff}}
+	if in.Mode == "" || in.Mode == ModeOff {
+		return plan, Policy{}, nil
+	}
+	f := Facts{Mode: in.Mode, ABI: ABI(), Kernel: Kernel()}
+	plan.ABI, plan.Kernel = f.ABI, f.Kernel
+	f.Checkout = !in.Worktree && isDir(filepath.Join(in.WorkTree, ".git"))
+	deny := DenyDirs(in.WorkTree, in.Deny)
+	f.DenyDirs = len(deny) > 0
+	if f.ABI > 0 && NeedsNamespaces(f.Checkout, f.DenyDirs) {
+		ro := deny
+		if f.Checkout {
+			ro = append([]string{filepath.Join(in.WorkTree, ".git")}, deny...)
+		}
+		f.Namespaces = errNoHelper
+		if in.Helper != "" {
+			f.Namespaces = ProbeNamespaces(ctx, in.Helper, in.WorkTree, ro)
+		}
+		if f.Namespaces != nil {
+			plan.NamespaceError = f.Namespaces.Error()
+		}
+	}
+	plan.Decision = Decide(f)
+	if plan.Refusal != "" || !plan.Confine {
+		return plan, Policy{}, nil
+	}
+	extra, err := ResolveWritable(in.Writable, in.Repo, in.Home)
+	if err != nil {
+		return plan, Policy{}, err
+	}
+	p, err := Build(plan.Decision, Layout{WorkTree: in.WorkTree, DenyDirs: deny, TempDir: in.TempDir, Extra: append(extra, in.State...)})
+	if err != nil {
+		return plan, p, err
+	}
+	p.ABI = f.ABI
+	plan.Writable, plan.ReadOnly = p.Writable, p.ReadOnly
+	return plan, p, nil
+}
