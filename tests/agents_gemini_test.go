@@ -202,7 +202,9 @@ func TestRecordGemini(t *testing.T) {
 			}
 		}},
 		{"auth_401", "", func(string) func(testenv.GeminiRequest) testenv.GeminiReply {
-			return func(testenv.GeminiRequest) testenv.GeminiReply { return testenv.GeminiReply{Status: http.StatusUnauthorized} }
+			return func(testenv.GeminiRequest) testenv.GeminiReply {
+				return testenv.GeminiReply{Status: http.StatusUnauthorized}
+			}
 		}},
 	}
 	for _, sc := range scenarios {
