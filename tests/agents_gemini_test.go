@@ -201,6 +201,13 @@ func TestRecordGemini(t *testing.T) {
 				return testenv.GeminiReply{Status: http.StatusTooManyRequests, RetryDelay: "3600s"}
 			}
 		}},
+		// One attempt (general.maxAttempts), else the CLI retries a 503 ten
+		// times with a backoff of up to 30s.
+		{"server_503", `"general":{"maxAttempts":1}`, func(string) func(testenv.GeminiRequest) testenv.GeminiReply {
+			return func(testenv.GeminiRequest) testenv.GeminiReply {
+				return testenv.GeminiReply{Status: http.StatusServiceUnavailable}
+			}
+		}},
 		{"auth_401", "", func(string) func(testenv.GeminiRequest) testenv.GeminiReply {
 			return func(testenv.GeminiRequest) testenv.GeminiReply {
 				return testenv.GeminiReply{Status: http.StatusUnauthorized}

@@ -29,6 +29,10 @@ func TestGeminiRecordedOutputs(t *testing.T) {
 		// that long (a TerminalQuotaError), and says when to retry.
 		{"rate_limit_429", expect{isError: true, class: ClassRateLimit, session: geminiSession,
 			errText: "You exceeded your current quota", resetIn: time.Hour}},
+		// The API's 503 UNAVAILABLE after the CLI's own retries
+		// (general.maxAttempts 1 for the main loop; its router retries on).
+		{"server_503", expect{isError: true, class: ClassServer, session: geminiSession,
+			errText: "The model is overloaded"}},
 		{"auth_401", expect{isError: true, class: ClassAuth, session: geminiSession,
 			errText: "API key not valid"}},
 		// maxSessionTurns 1 in settings.json: exit 53.
