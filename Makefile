@@ -6,7 +6,7 @@ COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: all build test test-short agents test-agents lint docs check-docs demo bench fuzz soak release-snapshot release-check clean
+.PHONY: all build test test-short agents test-agents record-agents lint docs check-docs demo bench fuzz soak release-snapshot release-check clean
 
 all: build
 
@@ -29,6 +29,8 @@ test: lint
 # is skipped).
 AGENTS_CACHE ?= .cache/agents
 CLAUDE_CODE_VERSION ?= 2.1.331
+GEMINI_CLI_VERSION ?= 0.61.0
+OPENCODE_VERSION ?= 1.18.33
 AGENTS_PATH := $(abspath $(AGENTS_CACHE))/node_modules/.bin
 
 agents:
@@ -37,9 +39,25 @@ agents:
 	else \
 		npm install --prefix $(AGENTS_CACHE) --no-audit --no-fund @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION); \
 	fi
+	@if "$(AGENTS_PATH)/gemini" --version 2>/dev/null | grep -qx '$(GEMINI_CLI_VERSION)'; then \
+		echo "Gemini CLI $(GEMINI_CLI_VERSION) is installed in $(AGENTS_CACHE)"; \
+	else \
+		npm install --prefix $(AGENTS_CACHE) --no-audit --no-fund @google/gemini-cli@$(GEMINI_CLI_VERSION); \
+	fi
+	@if "$(AGENTS_PATH)/opencode" --version 2>/dev/null | grep -qx '$(OPENCODE_VERSION)'; then \
+		echo "opencode $(OPENCODE_VERSION) is installed in $(AGENTS_CACHE)"; \
+	else \
+		npm install --prefix $(AGENTS_CACHE) --no-audit --no-fund opencode-ai@$(OPENCODE_VERSION); \
+	fi
 
 test-agents: agents
-	PATH="$(AGENTS_PATH):$$PATH" $(GO) test -count=1 -v -run '^(TestClaudeCLIIntegration|TestClaudeCLISandbox)$$' ./tests
+	PATH="$(AGENTS_PATH):$$PATH" $(GO) test -count=1 -v -run '^(TestClaudeCLI.*|TestCLIIntegration.*)$$' ./tests
+
+# Re-records the agent CLIs' outputs that the adapters' unit tests replay
+# (internal/agents/testdata/<kind>), from the CLIs `make agents` installs,
+# against the scripted local APIs.
+record-agents: agents
+	PATH="$(AGENTS_PATH):$$PATH" RUNR_RECORD=1 $(GO) test -count=1 -v -run '^TestRecord.*$$' ./tests
 
 test-short:
 	$(GO) test -short ./...

@@ -105,7 +105,7 @@ func (b *activityBase) summary(input map[string]any) string {
 	for _, k := range []string{"command", "cmd", "file_path", "filePath", "absolute_path", "notebook_path", "path", "pattern", "url", "query", "description", "prompt"} {
 		switch v := input[k].(type) {
 		case string:
-			if strings.Contains(k, "path") {
+			if strings.Contains(strings.ToLower(k), "path") { // opencode: filePath
 				return b.rel(v)
 			}
 			return v

@@ -45,16 +45,15 @@ func TestActivityFromRecordedOutputs(t *testing.T) {
 			{Kind: ActivityTool, Tool: "Edit", Text: "calc/add.go"},
 			{Kind: ActivityMessage, Text: "Fixed the off-by-one in Add; tests pass."},
 		}},
-		{"gemini", "success.jsonl", []Activity{
-			{Kind: ActivityMessage, Text: "Let me run the tests first."},
-			{Kind: ActivityTool, Tool: "Bash", Text: "go test ./..."},
-			{Kind: ActivityMessage, Text: "The tests pass now."},
+		{"gemini", "tool_write.jsonl", []Activity{
+			{Kind: ActivityMessage, Text: "I will write the file."},
+			{Kind: ActivityTool, Tool: "Write", Text: "hello.txt"},
+			{Kind: ActivityMessage, Text: "Wrote hello.txt."},
 		}},
-		{"opencode", "success.jsonl", []Activity{
-			{Kind: ActivityMessage, Text: "I'll run the tests first."},
-			{Kind: ActivityTool, Tool: "Bash", Text: "go test ./..."},
-			{Kind: ActivityMessage, Text: "Fixed; the tests pass."},
-			{Kind: ActivityMessage, Text: "RUNR_STATUS: done"},
+		{"opencode", "tool_write.jsonl", []Activity{
+			{Kind: ActivityMessage, Text: "I will write the file."},
+			{Kind: ActivityTool, Tool: "Write", Text: "hello.txt"},
+			{Kind: ActivityMessage, Text: "Wrote hello.txt."},
 		}},
 	}
 	for _, tt := range tests {

@@ -78,57 +78,6 @@ func TestCodexRecordedOutputs(t *testing.T) {
 	}
 }
 
-func TestGeminiRecordedOutputs(t *testing.T) {
-	prompt := "Fix the failing test.\nWhen finished, print <promise>COMPLETE</promise> on its own line."
-	tests := []struct {
-		name string
-		want expect
-	}{
-		// Also: a noise line, a user message echoing the prompt, an unknown
-		// event type, unknown fields and a truncated last line.
-		{"success", expect{turns: 2, in: 1500, out: 350, cacheR: 300,
-			session: "c9f1e2a0-4b7d-4e3a-9a51-7d1f0e2b3c4d",
-			final:   "The tests pass now.\n<promise>COMPLETE</promise>", signal: SignalDone}},
-		{"quota", expect{isError: true, class: ClassRateLimit, errText: "429 Resource has been exhausted",
-			session: "0a1b2c3d-0000-4000-8000-000000000001"}},
-		{"auth", expect{isError: true, class: ClassAuth, errText: "GEMINI_API_KEY environment variable not found"}},
-		{"turn_limit", expect{isError: true, class: ClassMaxTurns, turns: 1, errText: "Reached max session turns",
-			session: "0a1b2c3d-0000-4000-8000-000000000002", final: "Working on it."}},
-	}
-	a := mustLookup(t, "gemini")
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res, _ := load(t, "gemini", tt.name, ".jsonl").run(a.NewParser(Request{Prompt: prompt}))
-			checkResult(t, tt.want, res)
-		})
-	}
-}
-
-func TestOpencodeRecordedOutputs(t *testing.T) {
-	tests := []struct {
-		name string
-		want expect
-	}{
-		// Also: a noise line, an unknown event type with unknown fields and
-		// a truncated last line (whose cost must not count).
-		{"success", expect{turns: 2, in: 2200, out: 250, cacheR: 1300, cacheW: 100, cost: 0.0168, costKnown: true,
-			session: "ses_494719016ffe85dkDMj0FPRbHK",
-			final:   "Fixed; the tests pass.\nRUNR_STATUS: done", signal: SignalDone}},
-		// opencode exited 0 here: the error event decides.
-		{"auth", expect{isError: true, class: ClassAuth, errText: "ProviderAuthError: Invalid API key.",
-			session: "ses_auth0000000000000000000001"}},
-		{"rate_limit", expect{isError: true, class: ClassRateLimit, errText: "Too Many Requests",
-			session: "ses_rate0000000000000000000001"}},
-	}
-	a := mustLookup(t, "opencode")
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res, _ := load(t, "opencode", tt.name, ".jsonl").run(a.NewParser(Request{Prompt: "Fix it."}))
-			checkResult(t, tt.want, res)
-		})
-	}
-}
-
 func TestAiderRecordedOutputs(t *testing.T) {
 	tests := []struct {
 		name     string

@@ -2,10 +2,17 @@ package agents
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
+	"time"
 )
 
-// geminiAdapter runs Gemini CLI headless with stream-json output.
+// geminiAdapter runs Gemini CLI headless with stream-json output, its tool
+// calls approved (--approval-mode yolo) and the work tree trusted
+// (--skip-trust: in a folder it has not been told to trust, Gemini CLI
+// turns yolo back into default approval, and a headless call can then
+// approve no edit).
 type geminiAdapter struct{}
 
 func (geminiAdapter) Kind() string                 { return "gemini" }
@@ -29,7 +36,7 @@ func (geminiAdapter) Invocation(req Request) (Invocation, error) {
 	if !fitsInArgv(prompt) {
 		prompt, inv.Stdin, inv.UseStdin = stdinPrompt, req.Prompt, true
 	}
-	argv := []string{"gemini", "-p", prompt, "--output-format", "stream-json", "--approval-mode", "yolo"}
+	argv := []string{"gemini", "-p", prompt, "--output-format", "stream-json", "--approval-mode", "yolo", "--skip-trust"}
 	if req.Model != "" {
 		argv = append(argv, "-m", req.Model)
 	}
@@ -155,5 +162,42 @@ func (p *geminiParser) Finish(exitCode int, tail []byte) Result {
 	default:
 		res.fail(classifyText(res.ErrorText))
 	}
+	if res.Class == ClassRateLimit {
+		if at := geminiResetAt(res.ErrorText, time.Now()); !at.IsZero() {
+			res.ResetAt = at
+		}
+	}
 	return res
+}
+
+// Gemini CLI passes on the API's quota error: its message ends "Please
+// retry in 35.53s." and, when the delay is too long for the CLI to wait
+// (a TerminalQuotaError), it adds "Suggested retry after 3600s." from the
+// error's google.rpc.RetryInfo.
+var geminiRetry = regexp.MustCompile(`(?i)\b(?:retry in|retry after)\s+([0-9]+(?:\.[0-9]+)?)(ms|s)\b`)
+
+// geminiResetAt is the latest reset the message names, relative to now;
+// zero when it names none.
+func geminiResetAt(msg string, now time.Time) time.Time {
+	var longest time.Duration
+	for _, m := range geminiRetry.FindAllStringSubmatch(msg, -1) {
+		v, err := strconv.ParseFloat(m[1], 64)
+		if err != nil || v > 1e7 {
+			continue
+		}
+		d := time.Duration(v * float64(time.Second))
+		if m[2] == "ms" {
+			d = time.Duration(v * float64(time.Millisecond))
+		}
+		longest = max(longest, d)
+	}
+	if longest <= 0 {
+		return time.Time{}
+	}
+	// Rounded up: waiting until then is never too early.
+	at := now.Add(longest)
+	if t := at.Truncate(time.Second); t.Before(at) {
+		at = t.Add(time.Second)
+	}
+	return at
 }

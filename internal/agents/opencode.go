@@ -2,7 +2,10 @@ package agents
 
 import (
 	"fmt"
+	"net/http"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // opencodeAdapter runs `opencode run --format json`. The prompt follows "--"
@@ -55,8 +58,9 @@ type opencodeEvent struct {
 	Error *struct {
 		Name string `json:"name"`
 		Data struct {
-			Message    string `json:"message"`
-			StatusCode int    `json:"statusCode"`
+			Message         string            `json:"message"`
+			StatusCode      int               `json:"statusCode"`
+			ResponseHeaders map[string]string `json:"responseHeaders"`
 		} `json:"data"`
 	} `json:"error"`
 }
@@ -70,6 +74,7 @@ type opencodeParser struct {
 	errName  string
 	errCode  int
 	errorSet bool
+	resetAt  time.Time // from the failed response's rate limit headers
 }
 
 func (p *opencodeParser) Line(line []byte) bool {
@@ -110,6 +115,7 @@ func (p *opencodeParser) Line(line []byte) bool {
 		p.errText = "opencode reported an error"
 		if ev.Error != nil {
 			p.errName, p.errCode = ev.Error.Name, ev.Error.Data.StatusCode
+			p.resetAt = headerResetAt(ev.Error.Data.ResponseHeaders, time.Now())
 			switch {
 			case ev.Error.Data.Message != "" && ev.Error.Name != "":
 				p.errText = ev.Error.Name + ": " + ev.Error.Data.Message
@@ -149,5 +155,55 @@ func (p *opencodeParser) Finish(exitCode int, tail []byte) Result {
 	default:
 		res.fail(classifyText(res.ErrorText))
 	}
+	if res.Class == ClassRateLimit && !p.resetAt.IsZero() {
+		res.ResetAt = p.resetAt
+	}
 	return res
+}
+
+// headerResetAt is when a rate limit resets by the headers of the
+// provider's 429, which opencode passes on in its APIError
+// (data.responseHeaders, names in lower case): the latest of Retry-After
+// (seconds or an HTTP date), retry-after-ms, OpenAI's
+// x-ratelimit-reset-requests and -tokens (durations: "1s", "6m0s",
+// "1h30m") and Anthropic's anthropic-ratelimit-*-reset (RFC 3339). Zero
+// when they name none.
+func headerResetAt(h map[string]string, now time.Time) time.Time {
+	var latest time.Time
+	later := func(t time.Time) {
+		if t.After(now) && t.After(latest) && t.Before(now.AddDate(1, 0, 0)) {
+			latest = t
+		}
+	}
+	for name, v := range h {
+		v = strings.TrimSpace(v)
+		switch name = strings.ToLower(name); {
+		case name == "retry-after-ms":
+			if ms, err := strconv.ParseFloat(v, 64); err == nil && ms < 1e12 {
+				later(now.Add(time.Duration(ms * float64(time.Millisecond))))
+			}
+		case name == "retry-after":
+			if s, err := strconv.ParseFloat(v, 64); err == nil && s < 1e9 {
+				later(now.Add(time.Duration(s * float64(time.Second))))
+			} else if t, err := http.ParseTime(v); err == nil {
+				later(t)
+			}
+		case name == "x-ratelimit-reset-requests" || name == "x-ratelimit-reset-tokens":
+			if d, err := time.ParseDuration(v); err == nil {
+				later(now.Add(d))
+			}
+		case strings.HasPrefix(name, "anthropic-ratelimit-") && strings.HasSuffix(name, "-reset"):
+			if t, err := time.Parse(time.RFC3339, v); err == nil {
+				later(t)
+			}
+		}
+	}
+	if latest.IsZero() {
+		return latest
+	}
+	// Rounded up to the second: waiting until then is never too early.
+	if t := latest.Truncate(time.Second); t.Before(latest) {
+		latest = t.Add(time.Second)
+	}
+	return latest.UTC()
 }
