@@ -40,7 +40,7 @@ func TestActivityFromRecordedOutputs(t *testing.T) {
 			{Kind: ActivityToolError, Tool: "Bash", Text: "Exit code 3"},
 			{Kind: ActivityMessage, Text: "The command failed."},
 		}},
-		{"codex", "success.jsonl", []Activity{
+		{"codex", "edge_cases.jsonl", []Activity{
 			{Kind: ActivityTool, Tool: "Bash", Text: "go test ./..."},
 			{Kind: ActivityTool, Tool: "Edit", Text: "calc/add.go"},
 			{Kind: ActivityMessage, Text: "Fixed the off-by-one in Add; tests pass."},
