@@ -6,7 +6,7 @@ COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: all build test test-short agents test-agents lint docs check-docs demo bench fuzz soak release-snapshot release-check clean
+.PHONY: all build test test-short agents test-agents record-agents lint docs check-docs demo bench fuzz soak release-snapshot release-check clean
 
 all: build
 
@@ -29,6 +29,9 @@ test: lint
 # is skipped).
 AGENTS_CACHE ?= .cache/agents
 CLAUDE_CODE_VERSION ?= 2.1.331
+# Codex CLI (OpenAI Responses API) and Qwen Code (OpenAI Chat Completions).
+CODEX_VERSION ?= 0.169.0
+QWEN_CODE_VERSION ?= 0.24.4
 AGENTS_PATH := $(abspath $(AGENTS_CACHE))/node_modules/.bin
 
 agents:
@@ -37,9 +40,24 @@ agents:
 	else \
 		npm install --prefix $(AGENTS_CACHE) --no-audit --no-fund @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION); \
 	fi
+	@if "$(AGENTS_PATH)/codex" --version 2>/dev/null | grep -qx 'codex-cli $(CODEX_VERSION)'; then \
+		echo "Codex CLI $(CODEX_VERSION) is installed in $(AGENTS_CACHE)"; \
+	else \
+		npm install --prefix $(AGENTS_CACHE) --no-audit --no-fund @openai/codex@$(CODEX_VERSION); \
+	fi
+	@if "$(AGENTS_PATH)/qwen" --version 2>/dev/null | grep -qx '$(QWEN_CODE_VERSION)'; then \
+		echo "Qwen Code $(QWEN_CODE_VERSION) is installed in $(AGENTS_CACHE)"; \
+	else \
+		npm install --prefix $(AGENTS_CACHE) --no-audit --no-fund @qwen-code/qwen-code@$(QWEN_CODE_VERSION); \
+	fi
 
 test-agents: agents
-	PATH="$(AGENTS_PATH):$$PATH" $(GO) test -count=1 -v -run '^TestClaudeCLIIntegration$$' ./tests
+	PATH="$(AGENTS_PATH):$$PATH" $(GO) test -count=1 -v -run '^(TestClaudeCLIIntegration|TestCLIIntegration.*)$$' ./tests
+
+# Re-records the fixtures of internal/agents/testdata from the real CLIs
+# `make agents` installs, against the scripted APIs of tests/testenv.
+record-agents: agents
+	PATH="$(AGENTS_PATH):$$PATH" RUNR_RECORD=1 $(GO) test -count=1 -v -run '^TestRecord.*$$' ./tests
 
 test-short:
 	$(GO) test -short ./...
@@ -82,6 +100,7 @@ FUZZ_TARGETS := \
 	supervisor:FuzzMilestones \
 	agents:FuzzClaudeParser agents:FuzzCodexParser agents:FuzzGeminiParser \
 	agents:FuzzOpencodeParser agents:FuzzAiderParser agents:FuzzCommandParser \
+	agents:FuzzQwenParser \
 	agents:FuzzSignalDetector agents:FuzzAiderErrorFilter
 
 fuzz:
