@@ -19,9 +19,9 @@ import (
 	"github.com/runr-dev/runr/tests/testenv"
 )
 
-// agentCLI finds the real CLI program on PATH whose `--version` prints
+// realCLIOnPath finds the real CLI program on PATH whose `--version` prints
 // want, or skips the test.
-func agentCLI(t *testing.T, program, name, want string) string {
+func realCLIOnPath(t *testing.T, program, name, want string) string {
 	t.Helper()
 	path, err := exec.LookPath(program)
 	if err != nil {
@@ -34,9 +34,9 @@ func agentCLI(t *testing.T, program, name, want string) string {
 	return path
 }
 
-// runrAgent runs `runr run --agent kind` in repo with the real CLI first on
+// runrRealCLI runs `runr run --agent kind` in repo with the real CLI first on
 // PATH, a private HOME and env added; it returns the exit code and output.
-func runrAgent(t *testing.T, kind, cli, repo, home string, env []string, args ...string) (int, string) {
+func runrRealCLI(t *testing.T, kind, cli, repo, home string, env []string, args ...string) (int, string) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, "runr"), append([]string{"run", "--agent", kind}, args...)...)
 	cmd.Dir = repo
@@ -118,13 +118,13 @@ func codexUsageLimit(resetsAt time.Time) testenv.OpenAIReply {
 // worker_rate_limited and the reset in the stop's details; a plain 429 is a
 // rate limit too; a 401 stops it with worker_auth_failed.
 func TestCLIIntegrationCodex(t *testing.T) {
-	cli := agentCLI(t, "codex", "the Codex CLI", "codex-cli")
+	cli := realCLIOnPath(t, "codex", "the Codex CLI", "codex-cli")
 
 	t.Run("edit and verify", func(t *testing.T) {
 		t.Parallel()
 		repo := newRepo(t)
 		api := testenv.NewResponsesAPI(t, codexWriteHello)
-		code, out := runrAgent(t, "codex", cli, repo, codexHome(t, api), codexEnv, "--prompt", "write hello.txt", "--verify", verifyHello)
+		code, out := runrRealCLI(t, "codex", cli, repo, codexHome(t, api), codexEnv, "--prompt", "write hello.txt", "--verify", verifyHello)
 		api.Check(t)
 		require.Equal(t, 0, code, "runr output:\n%s", out)
 		assert.FileExists(t, filepath.Join(repo, "hello.txt"))
@@ -152,7 +152,7 @@ func TestCLIIntegrationCodex(t *testing.T) {
 		repo := newRepo(t)
 		resetsAt := time.Now().Add(3 * time.Hour).Truncate(time.Minute)
 		api := testenv.NewResponsesAPI(t, func(testenv.OpenAIRequest) testenv.OpenAIReply { return codexUsageLimit(resetsAt) })
-		code, out := runrAgent(t, "codex", cli, repo, codexHome(t, api), codexEnv, "--prompt", "write hello.txt")
+		code, out := runrRealCLI(t, "codex", cli, repo, codexHome(t, api), codexEnv, "--prompt", "write hello.txt")
 		api.Check(t)
 		require.Equal(t, 33, code, "runr output:\n%s", out)
 		st := readRunState(t, repo)
@@ -169,7 +169,7 @@ func TestCLIIntegrationCodex(t *testing.T) {
 		t.Parallel()
 		repo := newRepo(t)
 		api := testenv.NewResponsesAPI(t, func(testenv.OpenAIRequest) testenv.OpenAIReply { return testenv.RateLimitReply(20 * time.Second) })
-		code, out := runrAgent(t, "codex", cli, repo, codexHome(t, api), codexEnv, "--prompt", "write hello.txt")
+		code, out := runrRealCLI(t, "codex", cli, repo, codexHome(t, api), codexEnv, "--prompt", "write hello.txt")
 		api.Check(t)
 		require.Equal(t, 33, code, "runr output:\n%s", out)
 		st := readRunState(t, repo)
@@ -181,7 +181,7 @@ func TestCLIIntegrationCodex(t *testing.T) {
 		t.Parallel()
 		repo := newRepo(t)
 		api := testenv.NewResponsesAPI(t, func(testenv.OpenAIRequest) testenv.OpenAIReply { return testenv.AuthFailedReply() })
-		code, out := runrAgent(t, "codex", cli, repo, codexHome(t, api), codexEnv, "--prompt", "write hello.txt")
+		code, out := runrRealCLI(t, "codex", cli, repo, codexHome(t, api), codexEnv, "--prompt", "write hello.txt")
 		api.Check(t)
 		require.Equal(t, 34, code, "runr output:\n%s", out)
 		st := readRunState(t, repo)
@@ -198,10 +198,10 @@ type cliRecording struct {
 	script func(testenv.OpenAIRequest) testenv.OpenAIReply
 }
 
-// recordCLI runs argv in a fresh directory with env and writes its stdout,
+// recordCLIOutput runs argv in a fresh directory with env and writes its stdout,
 // scrubbed of the directory and of the ids the CLI made up (session, fixed
 // to session), with its exit code.
-func recordCLI(t *testing.T, kind, name, dir string, argv, env []string, session func([]byte) string, fixed string) {
+func recordCLIOutput(t *testing.T, kind, name, dir string, argv, env []string, session func([]byte) string, fixed string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -231,8 +231,8 @@ func recordCLI(t *testing.T, kind, name, dir string, argv, env []string, session
 	t.Logf("recorded %s/%s (exit %d, %d bytes)", kind, name, code, len(out))
 }
 
-// firstField is the value of the first "key":"value" in out.
-func firstField(key string) func([]byte) string {
+// jsonFirstString is the value of the first "key":"value" in out.
+func jsonFirstString(key string) func([]byte) string {
 	return func(out []byte) string {
 		k := []byte(`"` + key + `":"`)
 		i := bytes.Index(out, k)
@@ -255,7 +255,7 @@ func TestRecordCodex(t *testing.T) {
 	if os.Getenv("RUNR_RECORD") != "1" {
 		t.Skip("RUNR_RECORD=1 re-records the fixtures of internal/agents/testdata/codex")
 	}
-	cli := agentCLI(t, "codex", "the Codex CLI", "codex-cli")
+	cli := realCLIOnPath(t, "codex", "the Codex CLI", "codex-cli")
 	// A reset time the fixture test can name: 2026-11-25 01:21 UTC.
 	resetsAt := time.Date(2026, 11, 25, 1, 21, 0, 0, time.UTC)
 	for _, r := range []cliRecording{
@@ -272,9 +272,9 @@ func TestRecordCodex(t *testing.T) {
 			home := codexHome(t, api)
 			dir := t.TempDir()
 			env := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}, codexEnv...)
-			recordCLI(t, "codex", r.name, dir,
+			recordCLIOutput(t, "codex", r.name, dir,
 				[]string{cli, "exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write", "write hello.txt"},
-				env, firstField("thread_id"), "01a20fa5-0000-7000-8000-000000000001")
+				env, jsonFirstString("thread_id"), "01a20fa5-0000-7000-8000-000000000001")
 			api.Check(t)
 		})
 	}

@@ -59,14 +59,14 @@ func qwenWriteHello(target string) func(testenv.OpenAIRequest) testenv.OpenAIRep
 // worker_rate_limited and the reset in the stop's details; a 401 stops it
 // with worker_auth_failed.
 func TestCLIIntegrationQwen(t *testing.T) {
-	cli := agentCLI(t, "qwen", "the Qwen Code CLI", "0.")
+	cli := realCLIOnPath(t, "qwen", "the Qwen Code CLI", "0.")
 
 	t.Run("edit and verify", func(t *testing.T) {
 		t.Parallel()
 		repo := newRepo(t)
 		target := filepath.Join(repo, "hello.txt")
 		api := testenv.NewChatAPI(t, qwenWriteHello(target))
-		code, out := runrAgent(t, "qwen", cli, repo, qwenHome(t), qwenEnv(api), "--prompt", "write hello.txt", "--verify", verifyHello)
+		code, out := runrRealCLI(t, "qwen", cli, repo, qwenHome(t), qwenEnv(api), "--prompt", "write hello.txt", "--verify", verifyHello)
 		api.Check(t)
 		require.Equal(t, 0, code, "runr output:\n%s", out)
 		assert.FileExists(t, target)
@@ -93,7 +93,7 @@ func TestCLIIntegrationQwen(t *testing.T) {
 		t.Parallel()
 		repo := newRepo(t)
 		api := testenv.NewChatAPI(t, func(testenv.OpenAIRequest) testenv.OpenAIReply { return testenv.RateLimitReply(2 * time.Second) })
-		code, out := runrAgent(t, "qwen", cli, repo, qwenHome(t), qwenEnv(api), "--prompt", "write hello.txt")
+		code, out := runrRealCLI(t, "qwen", cli, repo, qwenHome(t), qwenEnv(api), "--prompt", "write hello.txt")
 		api.Check(t)
 		require.Equal(t, 33, code, "runr output:\n%s", out)
 		st := readRunState(t, repo)
@@ -113,7 +113,7 @@ func TestCLIIntegrationQwen(t *testing.T) {
 		t.Parallel()
 		repo := newRepo(t)
 		api := testenv.NewChatAPI(t, func(testenv.OpenAIRequest) testenv.OpenAIReply { return testenv.AuthFailedReply() })
-		code, out := runrAgent(t, "qwen", cli, repo, qwenHome(t), qwenEnv(api), "--prompt", "write hello.txt")
+		code, out := runrRealCLI(t, "qwen", cli, repo, qwenHome(t), qwenEnv(api), "--prompt", "write hello.txt")
 		api.Check(t)
 		require.Equal(t, 34, code, "runr output:\n%s", out)
 		st := readRunState(t, repo)
@@ -130,7 +130,7 @@ func TestRecordQwen(t *testing.T) {
 	if os.Getenv("RUNR_RECORD") != "1" {
 		t.Skip("RUNR_RECORD=1 re-records the fixtures of internal/agents/testdata/qwen")
 	}
-	cli := agentCLI(t, "qwen", "the Qwen Code CLI", "0.")
+	cli := realCLIOnPath(t, "qwen", "the Qwen Code CLI", "0.")
 	for _, name := range []string{"success", "rate_limit", "auth"} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -141,9 +141,9 @@ func TestRecordQwen(t *testing.T) {
 			}[name]
 			api := testenv.NewChatAPI(t, script)
 			env := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + qwenHome(t)}, qwenEnv(api)...)
-			recordCLI(t, "qwen", name, dir,
+			recordCLIOutput(t, "qwen", name, dir,
 				[]string{cli, "-p", "write hello.txt", "--output-format", "stream-json", "--approval-mode", "yolo"},
-				env, firstField("session_id"), "5e55a0e1-0000-4000-8000-000000000001")
+				env, jsonFirstString("session_id"), "5e55a0e1-0000-4000-8000-000000000001")
 			api.Check(t)
 		})
 	}
