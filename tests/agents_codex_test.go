@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/tests/testenv"
 )
 
@@ -145,6 +146,30 @@ func TestCLIIntegrationCodex(t *testing.T) {
 		log, err := os.ReadFile(filepath.Join(dir, st.Milestones[0].Attempts[0].Log))
 		require.NoError(t, err)
 		assert.Contains(t, string(log), `"type":"command_execution"`, "the output runr read is the real CLI's")
+	})
+
+	t.Run("5xx is a failed attempt, retried", func(t *testing.T) {
+		t.Parallel()
+		repo := newRepo(t)
+		api := testenv.NewResponsesAPI(t, func(req testenv.OpenAIRequest) testenv.OpenAIReply {
+			// Failing until runr's retry, whose prompt carries the feedback
+			// of the failed attempt.
+			if req.HasTool("exec_command") && !strings.Contains(req.Text(), "Feedback from the last attempt") {
+				return testenv.OpenAIReply{Status: http.StatusInternalServerError, ErrorType: "server_error"}
+			}
+			return codexWriteHello(req)
+		})
+		code, out := runrRealCLI(t, "codex", cli, repo, codexHome(t, api), codexEnv, "--prompt", "write hello.txt", "--verify", verifyHello)
+		api.Check(t)
+		require.Equal(t, 0, code, "runr output:\n%s", out)
+		st := readRunState(t, repo)
+		require.Len(t, st.Milestones[0].Attempts, 2)
+		first, second := st.Milestones[0].Attempts[0], st.Milestones[0].Attempts[1]
+		assert.Equal(t, state.OutcomeFailed, first.Outcome)
+		assert.NotEmpty(t, first.ErrorSignature)
+		assert.Contains(t, first.Error, "high demand")
+		assert.Equal(t, state.OutcomeApproved, second.Outcome)
+		assert.FileExists(t, filepath.Join(repo, "hello.txt"))
 	})
 
 	t.Run("usage limit with its reset", func(t *testing.T) {
