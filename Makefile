@@ -22,15 +22,19 @@ test: lint
 	cd tests/k8s && $(GO) test -count=1 ./...
 	$(GO) test -count=1 -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 10s ./internal/stopconditions
 
-# The real Claude Code CLI under runr, against a scripted Messages API server
-# on 127.0.0.1: installs the CLI, at the version pinned here, into
+# The real agent CLIs under runr, against scripted model APIs on
+# 127.0.0.1: installs each CLI, at the version pinned here, into
 # $(AGENTS_CACHE) with npm (once: an installed CLI of that version is kept),
 # then runs the integration test with it first on PATH (without it the test
 # is skipped).
 AGENTS_CACHE ?= .cache/agents
 CLAUDE_CODE_VERSION ?= 2.1.331
+# Gemini CLI (Gemini API), opencode (an OpenAI-compatible provider), Codex
+# CLI (OpenAI Responses API) and Qwen Code (OpenAI Chat Completions).
 GEMINI_CLI_VERSION ?= 0.61.0
 OPENCODE_VERSION ?= 1.18.33
+CODEX_VERSION ?= 0.169.0
+QWEN_CODE_VERSION ?= 0.24.4
 AGENTS_PATH := $(abspath $(AGENTS_CACHE))/node_modules/.bin
 
 agents:
@@ -48,6 +52,16 @@ agents:
 		echo "opencode $(OPENCODE_VERSION) is installed in $(AGENTS_CACHE)"; \
 	else \
 		npm install --prefix $(AGENTS_CACHE) --no-audit --no-fund opencode-ai@$(OPENCODE_VERSION); \
+	fi
+	@if "$(AGENTS_PATH)/codex" --version 2>/dev/null | grep -qx 'codex-cli $(CODEX_VERSION)'; then \
+		echo "Codex CLI $(CODEX_VERSION) is installed in $(AGENTS_CACHE)"; \
+	else \
+		npm install --prefix $(AGENTS_CACHE) --no-audit --no-fund @openai/codex@$(CODEX_VERSION); \
+	fi
+	@if "$(AGENTS_PATH)/qwen" --version 2>/dev/null | grep -qx '$(QWEN_CODE_VERSION)'; then \
+		echo "Qwen Code $(QWEN_CODE_VERSION) is installed in $(AGENTS_CACHE)"; \
+	else \
+		npm install --prefix $(AGENTS_CACHE) --no-audit --no-fund @qwen-code/qwen-code@$(QWEN_CODE_VERSION); \
 	fi
 
 test-agents: agents
@@ -100,6 +114,7 @@ FUZZ_TARGETS := \
 	supervisor:FuzzMilestones \
 	agents:FuzzClaudeParser agents:FuzzCodexParser agents:FuzzGeminiParser \
 	agents:FuzzOpencodeParser agents:FuzzAiderParser agents:FuzzCommandParser \
+	agents:FuzzQwenParser \
 	agents:FuzzSignalDetector agents:FuzzAiderErrorFilter
 
 fuzz:

@@ -57,7 +57,7 @@ var configFlags = []struct {
 	list             bool
 	kind             string
 }{
-	{"agent", "agent.kind", "agent kind: claude, codex, gemini, opencode, aider or command", false, "string"},
+	{"agent", "agent.kind", "agent kind: claude, codex, gemini, opencode, aider, qwen or command", false, "string"},
 	{"verify", "verify.commands", "verification command, run with sh -c (repeatable)", true, ""},
 	{"time", "budget.time", "time budget, e.g. 30m or 1h30m (a bare number means minutes)", false, "duration"},
 	{"max-ticks", "budget.max_ticks", "at most this many phase steps", false, "int"},

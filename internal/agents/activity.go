@@ -52,7 +52,7 @@ type ActivityReader interface {
 func NewActivityReader(kind, dir string) ActivityReader {
 	b := activityBase{dir: dir, tools: map[string]string{}}
 	switch kind {
-	case "claude":
+	case "claude", "qwen": // Qwen Code streams Claude Code's events
 		return &claudeActivity{b}
 	case "codex":
 		return &codexActivity{b}

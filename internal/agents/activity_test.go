@@ -41,6 +41,11 @@ func TestActivityFromRecordedOutputs(t *testing.T) {
 			{Kind: ActivityMessage, Text: "The command failed."},
 		}},
 		{"codex", "success.jsonl", []Activity{
+			{Kind: ActivityMessage, Text: "I will write the file."},
+			{Kind: ActivityTool, Tool: "Bash", Text: "printf 'hello from the model\\n' > hello.txt"},
+			{Kind: ActivityMessage, Text: "Wrote hello.txt."},
+		}},
+		{"codex", "edge_cases.jsonl", []Activity{
 			{Kind: ActivityTool, Tool: "Bash", Text: "go test ./..."},
 			{Kind: ActivityTool, Tool: "Edit", Text: "calc/add.go"},
 			{Kind: ActivityMessage, Text: "Fixed the off-by-one in Add; tests pass."},

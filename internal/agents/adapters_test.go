@@ -49,24 +49,34 @@ func checkResult(t *testing.T, want expect, got Result) {
 	}
 }
 
+// The codex recordings are Codex CLI 0.169.0's own output against the
+// scripted Responses API (tests/agents_codex_test.go, TestRecordCodex);
+// edge_cases is written by hand.
 func TestCodexRecordedOutputs(t *testing.T) {
-	prompt := "Fix the failing test.\nWhen done, print RUNR_STATUS: done"
+	prompt := "write hello.txt"
+	const session = "01a20fa5-0000-7000-8000-000000000001"
 	tests := []struct {
 		name string
 		want expect
 	}{
-		// Also: a noise line, a recovered error event, an unknown event
+		// Two requests, each 210 in (64 cached) and 42 out, summed by
+		// codex into turn.completed; the last agent_message is the final
+		// text, the model-metadata warning item is no error.
+		{"success", expect{turns: 1, in: 420, cacheR: 128, out: 84, session: session,
+			final: "Wrote hello.txt.\nRUNR_STATUS: done", signal: SignalDone}},
+		// A plain 429 after codex's own retries: no reset time in the text.
+		{"rate_limit", expect{isError: true, class: ClassRateLimit, turns: 1,
+			errText: "429 Too Many Requests", session: session}},
+		{"auth", expect{isError: true, class: ClassAuth, turns: 1,
+			errText: "401 Unauthorized: Incorrect API key provided", session: session}},
+		// A 500 after codex's retries: "high demand" is its word for it.
+		{"server", expect{isError: true, class: ClassServer, turns: 1,
+			errText: "experiencing high demand", session: session}},
+		// By hand: a noise line, a recovered error event, an unknown event
 		// type, unknown fields and a truncated last line.
-		{"success", expect{turns: 1, in: 24763, cacheR: 24448, out: 122,
+		{"edge_cases", expect{turns: 1, in: 24763, cacheR: 24448, out: 122,
 			session: "0199a213-81c0-7800-8aa1-bbab2a035a53",
 			final:   "Fixed the off-by-one in Add; tests pass.\nRUNR_STATUS: done", signal: SignalDone}},
-		{"usage_limit", expect{isError: true, class: ClassRateLimit, turns: 1,
-			errText: "You've hit your usage limit", session: "0199a214-0000-7000-8000-000000000001",
-			resetIn: 2*time.Hour + 30*time.Minute}},
-		{"auth", expect{isError: true, class: ClassAuth, turns: 1,
-			errText: "401 Unauthorized", session: "0199a215-0000-7000-8000-000000000002"}},
-		{"server", expect{isError: true, class: ClassServer, turns: 1,
-			errText: "503 Service Unavailable", session: "0199a216-0000-7000-8000-000000000003"}},
 	}
 	a := mustLookup(t, "codex")
 	for _, tt := range tests {
@@ -75,6 +85,31 @@ func TestCodexRecordedOutputs(t *testing.T) {
 			assert.False(t, aborted)
 			checkResult(t, tt.want, res)
 		})
+	}
+}
+
+// Codex prints the resets_at of a usage_limit_reached error as a local
+// time to the minute; recorded with TZ=UTC.
+func TestCodexUsageLimitReset(t *testing.T) {
+	t.Setenv("TZ", "UTC")
+	a := mustLookup(t, "codex")
+	res, _ := load(t, "codex", "usage_limit", ".jsonl").run(a.NewParser(Request{Prompt: "write hello.txt"}))
+	assert.True(t, res.IsError)
+	assert.Equal(t, ClassRateLimit, res.Class)
+	assert.Contains(t, res.ErrorText, "hit your usage limit")
+	assert.Equal(t, 1, res.Turns)
+	assert.True(t, res.ResetAt.Equal(time.Date(2026, 11, 25, 1, 21, 0, 0, time.Local)), "ResetAt %v", res.ResetAt)
+
+	now := time.Date(2026, 11, 24, 22, 0, 0, 0, time.UTC)
+	for text, want := range map[string]time.Time{
+		"try again at Nov 25th, 2026 1:21 AM.":   time.Date(2026, 11, 25, 1, 21, 0, 0, time.UTC),
+		"try again at Dec 1st, 2026 12:05 PM.":   time.Date(2026, 12, 1, 12, 5, 0, 0, time.UTC),
+		"try again at 11:30 PM.":                 time.Date(2026, 11, 24, 23, 30, 0, 0, time.UTC),
+		"try again at 9:00 AM.":                  time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC),
+		"Please try again in 20s.":               now.Add(20 * time.Second),
+		"exceeded retry limit, last status: 429": {},
+	} {
+		assert.True(t, codexResetAt(text, now).Equal(want), "%q: %v, want %v", text, codexResetAt(text, now), want)
 	}
 }
 

@@ -1,5 +1,5 @@
 // Package agents turns one headless call of an agent CLI (Claude Code, Codex,
-// Gemini CLI, opencode, Aider, or any command) into an argv to run and a
+// Gemini CLI, opencode, Aider, Qwen Code, or any command) into an argv to run and a
 // streaming parser whose Result the supervisor can trust: success or error
 // and its class, tokens, cost, session id, the final text and the completion
 // signal. Adapters never start processes; memory stays bounded whatever the
@@ -162,6 +162,7 @@ var adapters = []Adapter{
 	geminiAdapter{},
 	opencodeAdapter{},
 	aiderAdapter{},
+	qwenAdapter{},
 	commandAdapter{},
 }
 

@@ -17,7 +17,7 @@ func TestLookup(t *testing.T) {
 		require.NoError(t, err, kind)
 		assert.Equal(t, kind, a.Kind())
 	}
-	assert.Equal(t, []string{"claude", "codex", "gemini", "opencode", "aider", "command"}, Kinds())
+	assert.Equal(t, []string{"claude", "codex", "gemini", "opencode", "aider", "qwen", "command"}, Kinds())
 
 	_, err := Lookup("copilot")
 	require.Error(t, err)
@@ -29,7 +29,7 @@ func TestLookup(t *testing.T) {
 }
 
 func TestProgramVersionAndCredentials(t *testing.T) {
-	for _, kind := range []string{"claude", "codex", "gemini", "opencode", "aider"} {
+	for _, kind := range []string{"claude", "codex", "gemini", "opencode", "aider", "qwen"} {
 		a := mustLookup(t, kind)
 		assert.Equal(t, kind, a.Program(Request{}))
 		assert.Equal(t, []string{"--version"}, a.VersionArgs())

@@ -14,7 +14,7 @@ func BudgetProblem(a Adapter, maxCostUSD float64, maxTokens int64, priced bool) 
 	case maxCostUSD > 0 && !a.ReportsCost() && !a.ReportsTokens():
 		return stopreasons.Errorf(stopreasons.ConfigInvalid,
 			"budget.max_cost_usd (--max-cost) is %v but agent.kind %s reports neither cost nor tokens, so runr cannot tell what a call costs: "+
-				"remove budget.max_cost_usd (or --max-cost), or use an agent kind that reports usage (claude, opencode, codex, gemini, aider)",
+				"remove budget.max_cost_usd (or --max-cost), or use an agent kind that reports usage (claude, opencode, codex, gemini, aider, qwen)",
 			maxCostUSD, kind)
 	case maxCostUSD > 0 && !a.ReportsCost() && !priced:
 		return stopreasons.Errorf(stopreasons.ConfigInvalid,
@@ -24,7 +24,7 @@ func BudgetProblem(a Adapter, maxCostUSD float64, maxTokens int64, priced bool) 
 	case maxTokens > 0 && !a.ReportsTokens():
 		return stopreasons.Errorf(stopreasons.ConfigInvalid,
 			"budget.max_tokens is %d but agent.kind %s reports no tokens: remove budget.max_tokens, "+
-				"or use an agent kind that reports usage (claude, opencode, codex, gemini, aider)",
+				"or use an agent kind that reports usage (claude, opencode, codex, gemini, aider, qwen)",
 			maxTokens, kind)
 	}
 	return nil

@@ -16,8 +16,8 @@ func TestReportsCostAndTokens(t *testing.T) {
 		a := mustLookup(t, kind)
 		cost[kind], tokens[kind] = a.ReportsCost(), a.ReportsTokens()
 	}
-	assert.Equal(t, map[string]bool{"claude": true, "codex": false, "gemini": false, "opencode": true, "aider": false, "command": false}, cost)
-	assert.Equal(t, map[string]bool{"claude": true, "codex": true, "gemini": true, "opencode": true, "aider": true, "command": false}, tokens)
+	assert.Equal(t, map[string]bool{"claude": true, "codex": false, "gemini": false, "opencode": true, "aider": false, "qwen": false, "command": false}, cost)
+	assert.Equal(t, map[string]bool{"claude": true, "codex": true, "gemini": true, "opencode": true, "aider": true, "qwen": true, "command": false}, tokens)
 }
 
 func TestBudgetProblem(t *testing.T) {

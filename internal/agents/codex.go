@@ -2,7 +2,9 @@ package agents
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
+	"time"
 )
 
 // maxArgPrompt is the longest prompt passed as one argument. Linux refuses a
@@ -51,6 +53,7 @@ type codexEvent struct {
 	Usage    *struct {
 		InputTokens       int64 `json:"input_tokens"`
 		CachedInputTokens int64 `json:"cached_input_tokens"`
+		CacheWriteTokens  int64 `json:"cache_write_input_tokens"`
 		OutputTokens      int64 `json:"output_tokens"`
 	} `json:"usage"`
 	Error *struct {
@@ -85,6 +88,7 @@ func (p *codexParser) Line(line []byte) bool {
 		if ev.Usage != nil {
 			p.res.InputTokens += ev.Usage.InputTokens
 			p.res.CacheReadTokens += ev.Usage.CachedInputTokens
+			p.res.CacheWriteTokens += ev.Usage.CacheWriteTokens
 			p.res.OutputTokens += ev.Usage.OutputTokens
 		}
 		if ev.Type == "turn.completed" {
@@ -127,6 +131,47 @@ func (p *codexParser) Finish(exitCode int, tail []byte) Result {
 	} else if !p.failed {
 		res.addTail(tail)
 	}
-	res.fail(classifyText(res.ErrorText))
+	res.fail(codexClass(res.ErrorText))
+	if res.Class == ClassRateLimit {
+		if t := codexResetAt(res.ErrorText, time.Now()); !t.IsZero() {
+			res.ResetAt = t
+		}
+	}
 	return res
+}
+
+// codexClass is classifyText plus what codex says in words of its own: its
+// message for a 5xx after its retries speaks of "high demand".
+func codexClass(text string) Class {
+	if c := classifyText(text); c != ClassError {
+		return c
+	}
+	if strings.Contains(strings.ToLower(text), "high demand") {
+		return ClassServer
+	}
+	return ClassError
+}
+
+// codexRetryAt is how codex writes the reset of a usage limit (the
+// resets_at of the API's usage_limit_reached error) in its own zone: "try
+// again at Nov 25th, 2026 1:21 AM", or "try again at 1:21 AM" on the same day.
+var codexRetryAt = regexp.MustCompile(`(?i)try again at (?:([A-Z][a-z]{2}) (\d{1,2})(?:st|nd|rd|th)?, (\d{4}) )?(\d{1,2}):(\d{2}) ?([AP]M)`)
+
+// codexResetAt reads codex's reset time, in the host's zone (codex prints
+// its local time); else whatever parseResetAt finds ("try again in 20s").
+func codexResetAt(s string, now time.Time) time.Time {
+	m := codexRetryAt.FindStringSubmatch(s)
+	if m == nil {
+		return parseResetAt(s, now)
+	}
+	if m[1] == "" {
+		t, _ := nextClock(m[4], m[5], m[6], "", now)
+		return t
+	}
+	t, err := time.ParseInLocation("Jan 2 2006 3:04 PM",
+		fmt.Sprintf("%s %s %s %s:%s %s", m[1], m[2], m[3], m[4], m[5], strings.ToUpper(m[6])), now.Location())
+	if err != nil {
+		return parseResetAt(s, now)
+	}
+	return t
 }

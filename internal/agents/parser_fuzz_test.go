@@ -21,6 +21,7 @@ func FuzzCodexParser(f *testing.F)    { fuzzParser(f, "codex") }
 func FuzzGeminiParser(f *testing.F)   { fuzzParser(f, "gemini") }
 func FuzzOpencodeParser(f *testing.F) { fuzzParser(f, "opencode") }
 func FuzzAiderParser(f *testing.F)    { fuzzParser(f, "aider") }
+func FuzzQwenParser(f *testing.F)     { fuzzParser(f, "qwen") }
 func FuzzCommandParser(f *testing.F)  { fuzzParser(f, "command") }
 
 // fuzzRequest carries a prompt with a signal-looking line, so echoing the
