@@ -172,7 +172,9 @@ func PriceTableMarkdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Prices in USD per million tokens, taken from the providers' list prices in %s.\n\n", PricesTakenOn)
 	b.WriteString("| models | input | output | cache read | cache write | notes |\n|---|---|---|---|---|---|\n")
-	usd := func(v float64) string { return "$" + strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.4f", v), "0"), ".") }
+	usd := func(v float64) string {
+		return "$" + strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.4f", v), "0"), ".")
+	}
 	for _, row := range priceTable {
 		names := make([]string, len(row.Names))
 		for i, n := range row.Names {
