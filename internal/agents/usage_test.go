@@ -117,8 +117,8 @@ func TestParseUsageLine(t *testing.T) {
 	bad := []string{
 		"",
 		"RUNR_USAGE:",
-		"RUNR_USAGE: input_tokens=10",                                   // output missing
-		"RUNR_USAGE: output_tokens=10",                                  // input missing
+		"RUNR_USAGE: input_tokens=10",  // output missing
+		"RUNR_USAGE: output_tokens=10", // input missing
 		"runr_usage: input_tokens=1 output_tokens=1",                    // not the prefix
 		"echo RUNR_USAGE: input_tokens=1 output_tokens=1",               // not at the start
 		"RUNR_USAGE: input_tokens=-1 output_tokens=1",                   // negative
