@@ -112,6 +112,10 @@ type Usage struct {
 	CostUSD          float64 // the CLI's own figure, when CostKnown
 	CostKnown        bool
 	Model            string // the model the output named, if any
+	// Final says the figures are the call's final totals: the CLI printed
+	// its result, and the call's work is over (a budget they reach stops
+	// the run after the call, not the call).
+	Final bool
 }
 
 // Tokens is what budget.max_tokens counts: input plus output tokens.

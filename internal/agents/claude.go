@@ -198,6 +198,7 @@ func (p *claudeParser) UsageSoFar() Usage {
 		if rs.TotalCostUSD != nil {
 			u.CostUSD, u.CostKnown = *rs.TotalCostUSD, true
 		}
+		u.Final = true
 	}
 	return u
 }

@@ -69,9 +69,10 @@ func TestClaudeResultTotalsWin(t *testing.T) {
 			`"usage":{"input_tokens":120,"output_tokens":80,"cache_read_input_tokens":7,"cache_creation_input_tokens":9},"total_cost_usd":0.0123}`,
 	)
 	u, _ := UsageSoFar(p)
-	assert.Equal(t, Usage{InputTokens: 120, OutputTokens: 80, CacheReadTokens: 7, CacheWriteTokens: 9, CostUSD: 0.0123, CostKnown: true, Model: "claude-opus-4-5"}, u)
+	assert.Equal(t, Usage{InputTokens: 120, OutputTokens: 80, CacheReadTokens: 7, CacheWriteTokens: 9, CostUSD: 0.0123, CostKnown: true, Model: "claude-opus-4-5", Final: true}, u)
 	res := p.Finish(0, nil)
 	assert.False(t, res.IsError)
+	u.Final = false
 	assert.Equal(t, u, res.Usage())
 }
 

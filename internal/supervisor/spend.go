@@ -64,7 +64,9 @@ func (w *spendWatch) line() bool {
 		w.last = u
 		w.cost, w.src = w.s.callCost(u)
 		switch {
-		case w.exceeded != "":
+		case w.exceeded != "" || u.Final:
+			// The call's work is over: a budget its totals reach stops the
+			// run after it (the stop rules), not the call.
 		case w.maxCost > 0 && w.src != agents.CostUnknown && w.baseCost+w.cost >= w.maxCost:
 			w.exceeded = "budget.max_cost_usd"
 		case w.maxTokens > 0 && w.baseTokens+u.Tokens() >= w.maxTokens:
