@@ -39,7 +39,7 @@ agents:
 	fi
 
 test-agents: agents
-	PATH="$(AGENTS_PATH):$$PATH" $(GO) test -count=1 -v -run '^TestClaudeCLIIntegration$$' ./tests
+	PATH="$(AGENTS_PATH):$$PATH" $(GO) test -count=1 -v -run '^TestClaudeCLIIntegration(Budget)?$$' ./tests
 
 test-short:
 	$(GO) test -short ./...
