@@ -112,3 +112,21 @@ func TestDocsPriceTable(t *testing.T) {
 	assert.Equal(t, PriceTableMarkdown(), doc[i+len(begin):j],
 		"docs/agents.md's price table differs from internal/agents/price.go: paste PriceTableMarkdown()'s output between the markers")
 }
+
+func TestBillableTakesCacheReadsOutOfInput(t *testing.T) {
+	u := Usage{InputTokens: 1_000_000, CacheReadTokens: 800_000, OutputTokens: 10}
+	// codex and gemini count cache reads inside input: priced once, at the
+	// cache-read price.
+	for _, kind := range []string{"codex", "gemini"} {
+		b := Billable(kind, u)
+		assert.Equal(t, int64(200_000), b.InputTokens, kind)
+		assert.Equal(t, int64(800_000), b.CacheReadTokens, kind)
+		c, _ := CallCost(b, Price{}, "gpt-5")
+		assert.InDelta(t, 0.2*1.25+0.8*0.125+10*10/1e6, c, 1e-9, kind)
+	}
+	// claude counts them apart.
+	assert.Equal(t, u, Billable("claude", u))
+	assert.Equal(t, u, Billable("command", u))
+	// Never below zero, whatever a CLI printed.
+	assert.Equal(t, int64(0), Billable("codex", Usage{InputTokens: 5, CacheReadTokens: 9}).InputTokens)
+}

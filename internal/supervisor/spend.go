@@ -18,7 +18,7 @@ const saveUsageEvery = time.Second
 // from: the CLI's own, else an estimate at agent.price or runr's table.
 func (s *Supervisor) callCost(u agents.Usage) (float64, agents.CostSource) {
 	p := s.cfg.Agent.Price
-	return agents.CallCost(u, agents.PriceOf(p.InputPerMTok, p.OutputPerMTok), s.cfg.Agent.Model)
+	return agents.CallCost(agents.Billable(s.cfg.Agent.Kind, u), agents.PriceOf(p.InputPerMTok, p.OutputPerMTok), s.cfg.Agent.Model)
 }
 
 // spendWatch follows the spend of one agent call while it streams: after
