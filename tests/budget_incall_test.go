@@ -157,11 +157,10 @@ func TestKilledRunKeepsTheInterruptedCallsSpend(t *testing.T) {
 	dir := resumeRepo(t, map[string]string{"TASK.md": "Do it.\n"})
 	ready := filepath.Join(dir, "..", filepath.Base(dir)+"-ready")
 	env := []string{"FAKEAGENT_READY_FILE=" + ready}
-	// The second usage line comes within a second of the first, so its write
-	// waits for a later line: the agent keeps printing for a while.
-	working := strings.Repeat("sleep 300ms; print working; ", 10)
+	// The second usage line comes within a second of the first, and the
+	// agent prints nothing after it: its write waits for the second to pass.
 	cmd, _, stderr := resRunrCmd(dir, env, "run", "--task", "TASK.md", "--time", "5m", "--",
-		"fakeagent", "--do", "#1: usage 1000 100 0.20; usage 2000 200 0.40; "+working+"ready; hang",
+		"fakeagent", "--do", "#1: usage 1000 100 0.20; usage 2000 200 0.40; ready; hang",
 		"--do", "#2+: usage 10 5 0.05; status done")
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })

@@ -229,9 +229,9 @@ type Process struct {
 	Phase     string    `json:"phase"`
 	Argv0     string    `json:"argv0"`
 	// Usage is what the call has used so far, as its output told it,
-	// written at most about once a second while it runs: a crash of runr
-	// loses no more of the call's spend than that, because recovery adds
-	// it to the run's usage.
+	// written at most about once a second while it changes: a crash of
+	// runr loses no more of the call's spend than the last second's,
+	// because recovery adds it to the run's usage.
 	Usage *CallUsage `json:"usage,omitempty"`
 }
 

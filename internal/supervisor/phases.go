@@ -191,6 +191,7 @@ func (s *Supervisor) implement(ctx context.Context) result {
 	}
 	parser := s.adapter.NewParser(req)
 	spend := s.watchSpend(parser)
+	defer spend.close()
 	logPath := s.store.LogPath(st.RunID, st.Tick, state.PhaseImplement)
 	spec := worker.Spec{
 		Argv:         inv.Argv,
@@ -226,6 +227,7 @@ func (s *Supervisor) implement(ctx context.Context) result {
 		}
 		return fault(err)
 	}
+	spend.close()
 	ar := parser.Finish(res.ExitCode, res.Tail)
 	s.account(ar, res)
 	s.lastOutput = worker.Tail(res.Tail, feedbackLines)

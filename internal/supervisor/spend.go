@@ -1,7 +1,9 @@
 package supervisor
 
 import (
+	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -25,7 +27,10 @@ func (s *Supervisor) callCost(u agents.Usage) (float64, agents.CostSource) {
 // each stdout line it adds the call's usage so far to the run's usage
 // before the call, and stops the call when budget.max_cost_usd or
 // budget.max_tokens is reached. It runs on the goroutine that reads the
-// call's stdout, while the supervisor waits for the call.
+// call's stdout, while the supervisor waits for the call; it writes the
+// usage so far into state.json's agent_process at most once a second, and
+// a change that came sooner is written by a timer when the second is over,
+// so a call that falls silent after it still leaves it on disk.
 type spendWatch struct {
 	s          *Supervisor
 	parser     agents.Parser
@@ -34,12 +39,16 @@ type spendWatch struct {
 	maxCost    float64
 	maxTokens  int64
 
+	mu       sync.Mutex   // the fields below: the reader goroutine and the timer
 	last     agents.Usage // the usage at the last line
 	cost     float64      // what it cost
 	src      agents.CostSource
 	saved    agents.Usage // the usage last written to state.json
 	savedAt  time.Time
 	exceeded string // which budget stopped the call: "budget.max_cost_usd" or "budget.max_tokens"
+	timer    *time.Timer
+	shadow   *state.State // a copy of the state the timer writes, never the supervisor's own
+	closed   bool         // the call is over: nothing more is written
 }
 
 // watchSpend returns the watch of a call whose parser reports usage while
@@ -60,6 +69,8 @@ func (w *spendWatch) line() bool {
 		return true
 	}
 	u, _ := agents.UsageSoFar(w.parser)
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if u != w.last {
 		w.last = u
 		w.cost, w.src = w.s.callCost(u)
@@ -73,26 +84,92 @@ func (w *spendWatch) line() bool {
 			w.exceeded = "budget.max_tokens"
 		}
 	}
-	// A change within a second of the last write waits for a later line.
-	if w.last != w.saved && (w.exceeded != "" || time.Since(w.savedAt) >= saveUsageEvery) {
-		w.save()
+	if w.last != w.saved {
+		if w.exceeded != "" || time.Since(w.savedAt) >= saveUsageEvery {
+			w.save()
+		} else {
+			w.saveLater()
+		}
 	}
 	return w.exceeded == ""
 }
 
+// callUsage is the record of the usage so far. w.mu is held.
+func (w *spendWatch) callUsage() *state.CallUsage {
+	u := w.last
+	return &state.CallUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens, CostUSD: w.cost, CostSource: string(w.src), Model: u.Model}
+}
+
 // save writes the call's usage so far into state.json's record of the
 // running process, so that a runr killed now still counts it on resume.
+// w.mu is held; the supervisor waits for the call, so its state is the
+// reader goroutine's to write.
 func (w *spendWatch) save() {
 	p := w.s.st.AgentProcess
-	if p == nil {
+	if w.closed || p == nil {
 		return
 	}
-	u, cost, src := w.last, w.cost, w.src
-	p.Usage = &state.CallUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
-		CacheWriteTokens: u.CacheWriteTokens, CostUSD: cost, CostSource: string(src), Model: u.Model}
-	w.saved, w.savedAt = u, time.Now()
-	if err := w.s.store.Save(w.s.st); err != nil && w.s.log != nil {
+	p.Usage = w.callUsage()
+	w.write(w.s.st)
+}
+
+// saveLater has the timer write the usage once a second has passed since
+// the last write. w.mu is held.
+func (w *spendWatch) saveLater() {
+	if w.closed || w.timer != nil || w.s.st.AgentProcess == nil {
+		return
+	}
+	if w.shadow == nil {
+		// The state does not change while the call runs but for the usage,
+		// so one copy made now serves every later write of the timer.
+		data, err := json.Marshal(w.s.st)
+		var cp state.State
+		if err == nil {
+			err = json.Unmarshal(data, &cp)
+		}
+		if err != nil {
+			if w.s.log != nil {
+				w.s.log.Warn("copy of the state for the call's usage failed", zap.Error(err))
+			}
+			return
+		}
+		w.shadow = &cp
+	}
+	w.timer = time.AfterFunc(time.Until(w.savedAt.Add(saveUsageEvery)), w.flush)
+}
+
+// flush is the timer's write of the latest usage.
+func (w *spendWatch) flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.timer = nil
+	if w.closed || w.last == w.saved || w.shadow.AgentProcess == nil {
+		return
+	}
+	w.shadow.AgentProcess.Usage = w.callUsage()
+	w.write(w.shadow)
+}
+
+func (w *spendWatch) write(st *state.State) {
+	w.saved, w.savedAt = w.last, time.Now()
+	if err := w.s.store.Save(st); err != nil && w.s.log != nil {
 		w.s.log.Warn("state save of the call's usage failed", zap.Error(err))
+	}
+}
+
+// close ends the watch when the call is over, before the supervisor
+// writes its state again: no timer writes after it.
+func (w *spendWatch) close() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
 	}
 }
 
@@ -100,7 +177,11 @@ func (w *spendWatch) save() {
 // budget_exceeded stop with the run's spend, the call's included (account
 // has added it by now).
 func (w *spendWatch) stopped() (result, bool) {
-	if w == nil || w.exceeded == "" {
+	if w == nil {
+		return result{}, false
+	}
+	w.close()
+	if w.exceeded == "" {
 		return result{}, false
 	}
 	st := w.s.st

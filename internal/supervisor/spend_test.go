@@ -60,3 +60,21 @@ func TestRecoverCallUsage(t *testing.T) {
 	assert.Nil(t, st.AgentProcess.Usage, "counted once")
 	assert.Nil(t, recoverCallUsage(st))
 }
+
+// A change of the usage less than a second after the last write is written
+// when the second is over, though the agent prints nothing more: the agent
+// here waits for state.json to hold it before it goes on.
+func TestSpendWritesALateChangeWhenTheSecondIsOver(t *testing.T) {
+	r := newRun(t, "# T\n- [ ] one\n")
+	r.agent(`echo "RUNR_USAGE: input_tokens=100 output_tokens=10"
+echo "RUNR_USAGE: input_tokens=250 output_tokens=20"
+until grep -Eq '"input_tokens": ?250' "$RUNR_RUN_DIR/state.json"; do sleep 0.05; done
+echo "RUNR_STATUS: done"
+`)
+	r.set("agent.timeout", "30s")
+	st := r.start()
+	require.NotNil(t, st.StopReason)
+	assert.Equal(t, stopreasons.Complete, st.StopReason.Code, "%s", st.StopReason.Message)
+	assert.Equal(t, int64(250), st.Usage.InputTokens)
+	assert.Equal(t, int64(20), st.Usage.OutputTokens)
+}
