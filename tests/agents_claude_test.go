@@ -237,15 +237,34 @@ func TestClaudeRecordingsDriveTheRun(t *testing.T) {
 			},
 		},
 		{
-			name:     "the reported tokens reaching max_tokens is budget_exceeded",
+			// The second call's assistant messages (101 tokens each) bring
+			// the 300 of the first to 502 before its result: the call is
+			// stopped there, its tokens counted (its cost is unknown: the
+			// recording's model is in no price table).
+			name:     "tokens reaching max_tokens inside a call stop it: budget_exceeded",
 			env:      []string{"FAKEAGENT_REPLAY=" + recording(t, "tool_write"), "RUNR_BUDGET_MAX_TOKENS=500"},
 			exit:     127,
 			code:     "budget_exceeded",
-			usage:    usage{0.0056, 400, 200, sessionWrite},
-			outcomes: []string{"incomplete", "incomplete"},
+			usage:    usage{0.0028, 400, 102, sessionWrite},
+			outcomes: []string{"incomplete", "stopped"},
 			check: func(t *testing.T, r claudeRun) {
 				assert.Equal(t, "budget.max_tokens", r.st.StopReason.Condition)
+				assert.Contains(t, r.st.StopReason.Message, "mid-call")
 				assert.Empty(t, argAfter(r.argv[0], "--max-budget-usd"), "no cost budget, no cap")
+			},
+		},
+		{
+			// The first call's result brings the tokens to 300: the call
+			// had ended its work, so the run stops after it.
+			name:     "the reported tokens reaching max_tokens with the result stop after the call",
+			env:      []string{"FAKEAGENT_REPLAY=" + recording(t, "tool_write"), "RUNR_BUDGET_MAX_TOKENS=300"},
+			exit:     127,
+			code:     "budget_exceeded",
+			usage:    usage{0.0028, 200, 100, sessionWrite},
+			outcomes: []string{"incomplete"},
+			check: func(t *testing.T, r claudeRun) {
+				assert.Equal(t, "budget.max_tokens", r.st.StopReason.Condition)
+				assert.NotContains(t, r.st.StopReason.Message, "mid-call")
 			},
 		},
 		{

@@ -113,7 +113,7 @@ func doctorEnv(opts *DoctorOptions) error {
 					eo.SandboxState = append(eo.SandboxState, f.Path)
 				}
 				eo.AgentProblem = agents.RootSandboxProblem(cfg.Agent.Kind, cfg.Agent.PermissionMode, os.Geteuid(), opts.IO.Environ)
-				if err := agents.BudgetProblem(a, cfg.Budget.MaxCostUSD, cfg.Budget.MaxTokens, cfg.Agent.Price.InputPerMTok > 0 || cfg.Agent.Price.OutputPerMTok > 0); err != nil {
+				if err := agents.BudgetProblem(a, cfg.Budget.MaxCostUSD, cfg.Budget.MaxTokens, agents.Priced(cfg.Agent.Price.InputPerMTok, cfg.Agent.Price.OutputPerMTok, cfg.Agent.Model)); err != nil {
 					eo.AgentProblem = err.Error()
 				}
 			}

@@ -95,11 +95,69 @@ type Result struct {
 	CacheWriteTokens int64
 	CostUSD          float64
 	CostKnown        bool
+	Model            string // the model the output named, if any (to price the call)
 	SessionID        string
 	FinalText        string    // the agent's final message, its last 64 KiB
 	ResetAt          time.Time // when a rate or usage limit resets, if the CLI said
 	Signal           Signal
 	SignalText       string // the text after RUNR_STATUS: <signal>, e.g. what a blocked agent needs
+}
+
+// Usage is what a call has consumed so far, as its output told it.
+type Usage struct {
+	InputTokens      int64
+	OutputTokens     int64
+	CacheReadTokens  int64
+	CacheWriteTokens int64
+	CostUSD          float64 // the CLI's own figure, when CostKnown
+	CostKnown        bool
+	Model            string // the model the output named, if any
+	// Final says the figures are the call's final totals: the CLI printed
+	// its result, and the call's work is over (a budget they reach stops
+	// the run after the call, not the call).
+	Final bool
+}
+
+// Tokens is what budget.max_tokens counts: input plus output tokens.
+func (u Usage) Tokens() int64 { return u.InputTokens + u.OutputTokens }
+
+// UsageReporter is a Parser that knows a call's usage while the call runs,
+// so that a budget can stop it before it ends.
+type UsageReporter interface {
+	// UsageSoFar is the usage the lines taken so far report: the call's
+	// totals up to now.
+	UsageSoFar() Usage
+}
+
+// UsageSoFar returns the usage parser p has seen so far, and whether p
+// reports usage while a call runs at all.
+func UsageSoFar(p Parser) (Usage, bool) {
+	if g, ok := p.(usageGuard); ok {
+		p = g.Parser
+	}
+	r, ok := p.(UsageReporter)
+	if !ok {
+		return Usage{}, false
+	}
+	return sanitizeUsage(r.UsageSoFar()), true
+}
+
+// sanitizeUsage keeps usage to amounts a budget can add up: the agent is
+// untrusted, and a negative count or cost it prints would hand budget back.
+func sanitizeUsage(u Usage) Usage {
+	for _, n := range []*int64{&u.InputTokens, &u.OutputTokens, &u.CacheReadTokens, &u.CacheWriteTokens} {
+		*n = max(*n, 0)
+	}
+	if !(u.CostUSD >= 0) || math.IsInf(u.CostUSD, 0) || !u.CostKnown {
+		u.CostUSD, u.CostKnown = 0, false
+	}
+	return u
+}
+
+// Usage is the usage a finished call reported.
+func (r Result) Usage() Usage {
+	return Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CacheReadTokens: r.CacheReadTokens,
+		CacheWriteTokens: r.CacheWriteTokens, CostUSD: r.CostUSD, CostKnown: r.CostKnown, Model: r.Model}
 }
 
 // Adapter knows one agent CLI.
@@ -197,12 +255,9 @@ type usageGuard struct{ Parser }
 
 func (p usageGuard) Finish(exitCode int, tail []byte) Result {
 	res := p.Parser.Finish(exitCode, tail)
-	for _, n := range []*int64{&res.InputTokens, &res.OutputTokens, &res.CacheReadTokens, &res.CacheWriteTokens} {
-		*n = max(*n, 0)
-	}
+	u := sanitizeUsage(res.Usage())
+	res.InputTokens, res.OutputTokens, res.CacheReadTokens, res.CacheWriteTokens = u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens
+	res.CostUSD, res.CostKnown = u.CostUSD, u.CostKnown
 	res.Turns = max(res.Turns, 0)
-	if !(res.CostUSD >= 0) || math.IsInf(res.CostUSD, 0) || !res.CostKnown {
-		res.CostUSD, res.CostKnown = 0, false
-	}
 	return res
 }

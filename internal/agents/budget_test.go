@@ -36,8 +36,8 @@ func TestBudgetProblem(t *testing.T) {
 		{"gemini without a price", "gemini", 0.5, 0, false, []string{"gemini", "agent.price.input_per_mtok"}},
 		{"aider without a price", "aider", 1, 0, false, []string{"aider", "agent.price"}},
 		{"codex with a price", "codex", 5, 0, true, nil},
-		{"command with a cost budget", "command", 5, 0, true, []string{"reports neither cost nor tokens", "remove budget.max_cost_usd"}},
-		{"command with a token budget", "command", 0, 1000, false, []string{"budget.max_tokens is 1000", "reports no tokens"}},
+		{"command with a cost budget (RUNR_USAGE)", "command", 5, 0, false, nil},
+		{"command with a token budget (RUNR_USAGE)", "command", 0, 1000, false, nil},
 		{"tokens from codex", "codex", 0, 1000, false, nil},
 	}
 	for _, tc := range tests {
@@ -54,4 +54,27 @@ func TestBudgetProblem(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestBudgetWarning(t *testing.T) {
+	cmd := mustLookup(t, "command")
+	assert.Empty(t, BudgetWarning(cmd, 0, 0, false), "no budget, nothing to say")
+	assert.Empty(t, BudgetWarning(mustLookup(t, "claude"), 5, 100, false), "claude reports its usage")
+	w := BudgetWarning(cmd, 0, 1000, false)
+	assert.Contains(t, w, "RUNR_USAGE:")
+	assert.NotContains(t, w, "cost_usd")
+	w = BudgetWarning(cmd, 2, 0, false)
+	assert.Contains(t, w, "cost_usd", "an unpriced cost budget needs cost_usd or a priced model")
+	assert.NotContains(t, BudgetWarning(cmd, 2, 0, true), "cost_usd")
+}
+
+func TestPricedByTheTable(t *testing.T) {
+	assert.True(t, Priced(1, 0, ""))
+	assert.True(t, Priced(0, 0, "gpt-5-codex"))
+	assert.False(t, Priced(0, 0, "my-local-model"))
+	assert.False(t, Priced(0, 0, ""))
+	// The supervisor passes Priced on: a codex run on a model of the table
+	// may have a cost budget, one on an unknown model may not.
+	assert.NoError(t, BudgetProblem(mustLookup(t, "codex"), 5, 0, Priced(0, 0, "gpt-5.1-codex-max")))
+	assert.Error(t, BudgetProblem(mustLookup(t, "codex"), 5, 0, Priced(0, 0, "my-local-model")))
 }

@@ -58,13 +58,17 @@ type claudeEvent struct {
 	Type      string `json:"type"`
 	Subtype   string `json:"subtype"`
 	SessionID string `json:"session_id"`
+	Model     string `json:"model"` // system/init
 
 	// assistant
 	Message *struct {
+		ID      string `json:"id"`
+		Model   string `json:"model"`
 		Content []struct {
 			Type string `json:"type"`
 			Text string `json:"text"`
 		} `json:"content"`
+		Usage *claudeUsage `json:"usage"`
 	} `json:"message"`
 	Error          string `json:"error"` // assistant and system/api_retry
 	APIErrorStatus *int   `json:"api_error_status"`
@@ -73,17 +77,100 @@ type claudeEvent struct {
 	ErrorStatus *int `json:"error_status"`
 
 	// result
-	IsError      bool     `json:"is_error"`
-	Result       *string  `json:"result"`
-	Errors       []string `json:"errors"`
-	TotalCostUSD *float64 `json:"total_cost_usd"`
-	NumTurns     int      `json:"num_turns"`
-	Usage        *struct {
-		InputTokens              int64 `json:"input_tokens"`
-		OutputTokens             int64 `json:"output_tokens"`
-		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-	} `json:"usage"`
+	IsError      bool         `json:"is_error"`
+	Result       *string      `json:"result"`
+	Errors       []string     `json:"errors"`
+	TotalCostUSD *float64     `json:"total_cost_usd"`
+	NumTurns     int          `json:"num_turns"`
+	Usage        *claudeUsage `json:"usage"`
+}
+
+// claudeUsage is the usage of one API response (an assistant message) or,
+// in the result, of the whole call.
+type claudeUsage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+}
+
+func (u claudeUsage) usage() Usage {
+	return Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens}
+}
+
+// claudeRunning adds up the usage of a call's assistant messages as they
+// stream. Claude Code prints one assistant event per content block, each
+// with the usage of the whole API response, so a message id counts once:
+// with the largest figures any of its events gave (a later event of the
+// same response may carry more output tokens). Ids are remembered in a
+// bounded set; a response's events come together, so an id that fell out of
+// it does not come back.
+type claudeRunning struct {
+	total Usage               // the messages that are done
+	cur   string              // the message id being streamed
+	curU  Usage               // its usage so far
+	seen  map[string]struct{} // ids already added to total
+	order []string            // seen, oldest first
+	model string              // the model of the last message
+}
+
+const maxSeenMessages = 4096
+
+func (r *claudeRunning) add(id, model string, u claudeUsage) {
+	if model != "" {
+		r.model = model
+	}
+	nu := u.usage()
+	if id == "" || id != r.cur {
+		if id != "" {
+			if _, dup := r.seen[id]; dup {
+				return
+			}
+		}
+		r.fold()
+		r.cur, r.curU = id, nu
+		if id == "" {
+			// A message without an id cannot be told apart: it counts once, now.
+			r.fold()
+		}
+		return
+	}
+	r.curU.InputTokens = max(r.curU.InputTokens, nu.InputTokens)
+	r.curU.OutputTokens = max(r.curU.OutputTokens, nu.OutputTokens)
+	r.curU.CacheReadTokens = max(r.curU.CacheReadTokens, nu.CacheReadTokens)
+	r.curU.CacheWriteTokens = max(r.curU.CacheWriteTokens, nu.CacheWriteTokens)
+}
+
+// fold adds the current message to the total.
+func (r *claudeRunning) fold() {
+	r.total.InputTokens += r.curU.InputTokens
+	r.total.OutputTokens += r.curU.OutputTokens
+	r.total.CacheReadTokens += r.curU.CacheReadTokens
+	r.total.CacheWriteTokens += r.curU.CacheWriteTokens
+	if r.cur != "" {
+		if r.seen == nil {
+			r.seen = map[string]struct{}{}
+		}
+		r.seen[r.cur] = struct{}{}
+		r.order = append(r.order, r.cur)
+		if len(r.order) > maxSeenMessages {
+			delete(r.seen, r.order[0])
+			r.order = r.order[1:]
+		}
+	}
+	r.cur, r.curU = "", Usage{}
+}
+
+// sum is the usage of every message so far.
+func (r *claudeRunning) sum() Usage {
+	u := r.total
+	u.InputTokens += r.curU.InputTokens
+	u.OutputTokens += r.curU.OutputTokens
+	u.CacheReadTokens += r.curU.CacheReadTokens
+	u.CacheWriteTokens += r.curU.CacheWriteTokens
+	u.Model = r.model
+	return u
 }
 
 type claudeParser struct {
@@ -95,6 +182,25 @@ type claudeParser struct {
 	retry     string // the error of the last api_retry
 	retryCode int
 	result    *claudeEvent
+	running   claudeRunning
+}
+
+// UsageSoFar is the call's usage: the result's totals and cost once the
+// result came, else the sum of the assistant messages so far (no cost: the
+// CLI reports it only in the result).
+func (p *claudeParser) UsageSoFar() Usage {
+	u := p.running.sum()
+	if rs := p.result; rs != nil {
+		if rs.Usage != nil {
+			u = rs.Usage.usage()
+			u.Model = p.running.model
+		}
+		if rs.TotalCostUSD != nil {
+			u.CostUSD, u.CostKnown = *rs.TotalCostUSD, true
+		}
+		u.Final = true
+	}
+	return u
 }
 
 func (p *claudeParser) Line(line []byte) bool {
@@ -107,6 +213,9 @@ func (p *claudeParser) Line(line []byte) bool {
 	}
 	switch ev.Type {
 	case "assistant":
+		if ev.Message != nil && ev.Message.Usage != nil {
+			p.running.add(ev.Message.ID, ev.Message.Model, *ev.Message.Usage)
+		}
 		if ev.Message != nil {
 			var parts []string
 			for _, c := range ev.Message.Content {
@@ -125,6 +234,9 @@ func (p *claudeParser) Line(line []byte) bool {
 			}
 		}
 	case "system":
+		if ev.Subtype == "init" && ev.Model != "" && p.running.model == "" {
+			p.running.model = ev.Model
+		}
 		if ev.Subtype == "api_retry" {
 			p.retry, p.retryCode = ev.Error, 0
 			if ev.ErrorStatus != nil {
@@ -143,6 +255,11 @@ func (p *claudeParser) Line(line []byte) bool {
 
 func (p *claudeParser) Finish(exitCode int, tail []byte) Result {
 	res := Result{SessionID: p.sessionID, FinalText: p.lastText}
+	// The result's totals and cost when it came; else (a call stopped or
+	// broken off before its result) what the messages so far used.
+	u := p.UsageSoFar()
+	res.InputTokens, res.OutputTokens, res.CacheReadTokens, res.CacheWriteTokens = u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens
+	res.CostUSD, res.CostKnown, res.Model = u.CostUSD, u.CostKnown, u.Model
 	rs := p.result
 	if rs != nil {
 		if rs.SessionID != "" {
@@ -152,15 +269,6 @@ func (p *claudeParser) Finish(exitCode int, tail []byte) Result {
 			res.FinalText = lastBytes(*rs.Result, maxFinalText)
 		}
 		res.Turns = rs.NumTurns
-		if rs.Usage != nil {
-			res.InputTokens = rs.Usage.InputTokens
-			res.OutputTokens = rs.Usage.OutputTokens
-			res.CacheReadTokens = rs.Usage.CacheReadInputTokens
-			res.CacheWriteTokens = rs.Usage.CacheCreationInputTokens
-		}
-		if rs.TotalCostUSD != nil {
-			res.CostUSD, res.CostKnown = *rs.TotalCostUSD, true
-		}
 	}
 	res.Signal, res.SignalText = DetectSignal(res.FinalText, p.req.promise(), p.req.Prompt)
 

@@ -1,7 +1,10 @@
 package agents
 
 import (
+	"bytes"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/runr-dev/runr/internal/stopreasons"
@@ -14,12 +17,17 @@ const (
 )
 
 // commandAdapter runs any program. It knows nothing of the program's output
-// but the completion signal, which it looks for in every stdout line.
+// but the completion signal and the RUNR_USAGE lines, which it looks for in
+// every stdout line.
 type commandAdapter struct{}
 
-func (commandAdapter) Kind() string            { return "command" }
+func (commandAdapter) Kind() string { return "command" }
+
+// A command agent reports cost or tokens only if the program prints
+// RUNR_USAGE lines, which runr cannot know beforehand (MayReportUsage).
 func (commandAdapter) ReportsCost() bool       { return false }
 func (commandAdapter) ReportsTokens() bool     { return false }
+func (commandAdapter) MayReportUsage() bool    { return true }
 func (commandAdapter) VersionArgs() []string   { return nil }
 func (commandAdapter) CredentialEnv() []string { return nil }
 
@@ -88,11 +96,18 @@ func (commandAdapter) NewParser(req Request) Parser {
 type commandParser struct {
 	signals *signalDetector
 	out     tailBuffer
-	chunked bool // the tail comes from Chunk
+	chunked bool  // the tail comes from Chunk
+	usage   Usage // from the last well-formed RUNR_USAGE line
 }
+
+// UsageSoFar is the last well-formed RUNR_USAGE line's figures.
+func (p *commandParser) UsageSoFar() Usage { return p.usage }
 
 func (p *commandParser) Line(line []byte) bool {
 	p.signals.line(line)
+	if u, ok := ParseUsageLine(line); ok {
+		p.usage = u
+	}
 	if !p.chunked {
 		p.out.writeLine(line)
 	}
@@ -107,10 +122,18 @@ func (p *commandParser) Chunk(b []byte) {
 }
 
 func (p *commandParser) Finish(exitCode int, tail []byte) Result {
+	u := p.usage
 	res := Result{
-		FinalText:  p.out.String(),
-		Signal:     p.signals.signal,
-		SignalText: p.signals.text,
+		FinalText:        p.out.String(),
+		Signal:           p.signals.signal,
+		SignalText:       p.signals.text,
+		InputTokens:      u.InputTokens,
+		OutputTokens:     u.OutputTokens,
+		CacheReadTokens:  u.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens,
+		CostUSD:          u.CostUSD,
+		CostKnown:        u.CostKnown,
+		Model:            u.Model,
 	}
 	switch {
 	case exitCode != 0:
@@ -128,4 +151,84 @@ func (p *commandParser) Finish(exitCode int, tail []byte) Result {
 	}
 	res.IsError, res.Class = true, ClassError
 	return res
+}
+
+// UsagePrefix starts a line by which a command agent reports its usage
+// (DESIGN §6).
+const UsagePrefix = "RUNR_USAGE:"
+
+// maxModelName bounds the model a RUNR_USAGE line may name.
+const maxModelName = 128
+
+// ParseUsageLine reads a line `RUNR_USAGE: input_tokens=N output_tokens=N
+// [cache_read_tokens=N] [cache_write_tokens=N] [cost_usd=X] [model=NAME]`:
+// the call's totals so far. Leading and trailing blanks are allowed, and so
+// are fields in any order and fields runr does not know (ignored). A line
+// without both token counts, with a count or cost that is not a
+// non-negative number, a field given twice, or a model name that is not one
+// plain word is not a usage line: ok is false and it changes nothing.
+func ParseUsageLine(line []byte) (u Usage, ok bool) {
+	line = bytes.TrimSpace(line)
+	rest, found := bytes.CutPrefix(line, []byte(UsagePrefix))
+	if !found {
+		return Usage{}, false
+	}
+	seen := map[string]bool{}
+	for _, f := range strings.Fields(string(rest)) {
+		k, v, isKV := strings.Cut(f, "=")
+		if !isKV || v == "" {
+			return Usage{}, false
+		}
+		if seen[k] {
+			return Usage{}, false
+		}
+		seen[k] = true
+		var n *int64
+		switch k {
+		case "input_tokens":
+			n = &u.InputTokens
+		case "output_tokens":
+			n = &u.OutputTokens
+		case "cache_read_tokens":
+			n = &u.CacheReadTokens
+		case "cache_write_tokens":
+			n = &u.CacheWriteTokens
+		case "cost_usd":
+			c, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(c >= 0) || math.IsInf(c, 0) {
+				return Usage{}, false
+			}
+			u.CostUSD, u.CostKnown = c, true
+		case "model":
+			if len(v) > maxModelName || !plainWord(v) {
+				return Usage{}, false
+			}
+			u.Model = v
+		}
+		if n != nil {
+			c, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || c < 0 {
+				return Usage{}, false
+			}
+			*n = c
+		}
+	}
+	if !seen["input_tokens"] || !seen["output_tokens"] {
+		return Usage{}, false
+	}
+	return u, true
+}
+
+// plainWord reports whether s holds only characters a model name is made
+// of: letters, digits and . _ - : / @ [ ].
+func plainWord(s string) bool {
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune("._-:/@[]", r):
+		default:
+			return false
+		}
+	}
+	return true
 }

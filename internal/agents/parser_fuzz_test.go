@@ -60,6 +60,9 @@ func fuzzParser(f *testing.F, kind string) {
 		`{"type":"result","status":"success","stats":{"total_tokens":-5,"input_tokens":-5,"output_tokens":-2}}`,
 		`{"type":"step_finish","part":{"type":"step-finish","cost":-1.0,"tokens":{"input":-5,"output":-1,"cache":{"read":-1}}}}`,
 		"Tokens: -2.3k sent, 1.1k received. Cost: $-0.01 message, $-0.05 session.",
+		"RUNR_USAGE: input_tokens=-5 output_tokens=-1 cost_usd=-2",
+		"RUNR_USAGE: input_tokens=10 output_tokens=2 cost_usd=NaN",
+		"RUNR_USAGE: input_tokens=10 output_tokens=2 cost_usd=0.25 model=gpt-5\nRUNR_USAGE: input_tokens=9223372036854775807 output_tokens=1",
 	} {
 		f.Add([]byte(s+"\n"), 0, -1)
 	}

@@ -228,6 +228,22 @@ type Process struct {
 	StartedAt time.Time `json:"started_at"`
 	Phase     string    `json:"phase"`
 	Argv0     string    `json:"argv0"`
+	// Usage is what the call has used so far, as its output told it,
+	// written at most about once a second while it changes: a crash of
+	// runr loses no more of the call's spend than the last second's,
+	// because recovery adds it to the run's usage.
+	Usage *CallUsage `json:"usage,omitempty"`
+}
+
+// CallUsage is the usage of an agent call in flight.
+type CallUsage struct {
+	InputTokens      int64   `json:"input_tokens"`
+	OutputTokens     int64   `json:"output_tokens"`
+	CacheReadTokens  int64   `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64   `json:"cache_write_tokens,omitempty"`
+	CostUSD          float64 `json:"cost_usd"`
+	CostSource       string  `json:"cost_source"` // reported | estimated | unknown
+	Model            string  `json:"model,omitempty"`
 }
 
 // Usage is what the agent consumed.

@@ -65,6 +65,14 @@ func (st *State) impossible() string {
 		{"usage.output_tokens", st.Usage.OutputTokens},
 		{"auto_resume.count", int64(st.AutoResume.Count)},
 	}
+	if p := st.AgentProcess; p != nil && p.Usage != nil {
+		u := p.Usage
+		counts = append(counts, count{"agent_process.usage.input_tokens", u.InputTokens}, count{"agent_process.usage.output_tokens", u.OutputTokens},
+			count{"agent_process.usage.cache_read_tokens", u.CacheReadTokens}, count{"agent_process.usage.cache_write_tokens", u.CacheWriteTokens})
+		if !(u.CostUSD >= 0) {
+			return fmt.Sprintf("agent_process.usage.cost_usd %g is negative", u.CostUSD)
+		}
+	}
 	for _, k := range slices.Sorted(maps.Keys(st.Counters.Edges)) {
 		counts = append(counts, count{"counters.edges." + k, int64(st.Counters.Edges[k])})
 	}

@@ -190,6 +190,8 @@ func (s *Supervisor) implement(ctx context.Context) result {
 		return fault(err)
 	}
 	parser := s.adapter.NewParser(req)
+	spend := s.watchSpend(parser)
+	defer spend.close()
 	logPath := s.store.LogPath(st.RunID, st.Tick, state.PhaseImplement)
 	spec := worker.Spec{
 		Argv:         inv.Argv,
@@ -198,7 +200,7 @@ func (s *Supervisor) implement(ctx context.Context) result {
 		LogPath:      logPath,
 		Timeout:      s.cfg.Agent.Timeout,
 		IdleTimeout:  s.cfg.Agent.IdleTimeout,
-		OnStdoutLine: func(line []byte) bool { return !parser.Line(line) },
+		OnStdoutLine: func(line []byte) bool { return !parser.Line(line) && spend.line() },
 	}
 	if c, ok := parser.(agents.ChunkParser); ok && agents.TakesChunks(parser) {
 		spec.OnStdout = c.Chunk
@@ -207,7 +209,7 @@ func (s *Supervisor) implement(ctx context.Context) result {
 	if watch != nil {
 		spec.OnStdoutLine = func(line []byte) bool {
 			watch(line)
-			return !parser.Line(line)
+			return !parser.Line(line) && spend.line()
 		}
 	}
 	if inv.UseStdin {
@@ -226,6 +228,7 @@ func (s *Supervisor) implement(ctx context.Context) result {
 		}
 		return fault(err)
 	}
+	spend.close()
 	if msg, failed := s.sandboxFailure(res); failed {
 		return result{Event: Event{Outcome: Fault, Code: stopreasons.EnvironmentInvalid},
 			stop: &stop{Stop: stopreasons.Stop{Code: stopreasons.EnvironmentInvalid, Condition: "sandbox.mode", Message: msg}}}
@@ -235,6 +238,9 @@ func (s *Supervisor) implement(ctx context.Context) result {
 	s.lastOutput = worker.Tail(res.Tail, feedbackLines)
 	if ar.FinalText != "" {
 		s.lastOutput = ar.FinalText
+	}
+	if r, stopped := spend.stopped(); stopped {
+		return r
 	}
 	if r, stopped := s.interrupted(res); stopped {
 		return r
@@ -260,19 +266,17 @@ func (s *Supervisor) implement(ctx context.Context) result {
 	return s.judgeAgent(ar, res)
 }
 
-// account adds the call's cost and tokens to the run's usage.
+// account adds the call's cost and tokens to the run's usage: what the
+// call reported, its cost estimated from tokens where it reported none. A
+// call cut short (a signal, a timeout, a budget) counts what it had used.
 func (s *Supervisor) account(ar agents.Result, res worker.Result) {
 	st := s.st
 	u := &st.Usage
 	u.InputTokens += ar.InputTokens
 	u.OutputTokens += ar.OutputTokens
-	cost := ar.CostUSD
-	if !ar.CostKnown {
-		p := s.cfg.Agent.Price
-		if p.InputPerMTok > 0 || p.OutputPerMTok > 0 {
-			cost = float64(ar.InputTokens)/1e6*p.InputPerMTok + float64(ar.OutputTokens)/1e6*p.OutputPerMTok
-			u.CostEstimated = true
-		}
+	cost, src := s.callCost(ar.Usage())
+	if src == agents.CostEstimated {
+		u.CostEstimated = true
 	}
 	u.CostUSD += cost
 	if ar.SessionID != "" {

@@ -28,8 +28,11 @@ func TestDryRunStopsAsTheRunWould(t *testing.T) {
 		{name: "clean", want: ""},
 		{name: "agent not found", setup: func(r *run) { r.set("agent.command", []string{"no-such-agent-program"}) },
 			want: stopreasons.WorkerNotFound, check: "agent"},
-		{name: "cost budget a command agent cannot report", setup: func(r *run) { r.set("budget.max_cost_usd", 2.0) },
-			want: stopreasons.ConfigInvalid, check: "agent"},
+		{name: "cost budget an unpriced codex cannot report", setup: func(r *run) {
+			r.set("agent.kind", "codex")
+			r.set("budget.max_cost_usd", 2.0)
+		}, want: stopreasons.ConfigInvalid, check: "agent"},
+		{name: "cost budget of a command agent (RUNR_USAGE)", setup: func(r *run) { r.set("budget.max_cost_usd", 2.0) }, want: ""},
 		{name: "dirty tree", setup: func(r *run) {
 			require.NoError(t, os.WriteFile(filepath.Join(r.repo, "README.md"), []byte("changed\n"), 0o644))
 		}, want: stopreasons.DirtyWorktree, check: "working tree"},
@@ -53,7 +56,7 @@ func TestDryRunStopsAsTheRunWould(t *testing.T) {
 			require.NoError(t, err)
 			assert.Empty(t, claims, "a dry run writes no claim")
 			assert.Equal(t, []string{"first", "second"}, plan.Milestones)
-			assert.Equal(t, "command", plan.Agent.Kind)
+			assert.Equal(t, sup.cfg.Agent.Kind, plan.Agent.Kind)
 
 			last := plan.Checks[len(plan.Checks)-1]
 			if tc.want == "" {

@@ -30,6 +30,11 @@ func (s *Supervisor) RecoverCrash(st *state.State) (bool, error) {
 
 	stopped := false
 	recovered := map[string]any{}
+	// The spend of the call in flight counts, as far as state.json knew
+	// it, before its group is stopped.
+	if u := recoverCallUsage(st); u != nil {
+		recovered["call_usage_added"] = u
+	}
 	if p := st.AgentProcess; p != nil {
 		stopped, err = worker.StopRecorded(worker.Proc{PID: p.PID, PGID: p.PGID, StartTime: p.StartTime}, s.cfg.Agent.KillGrace)
 		if err != nil {

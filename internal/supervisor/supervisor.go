@@ -521,8 +521,15 @@ func (s *Supervisor) prepareAgent() *stop {
 	}
 	s.adapter = a
 	b, price := s.st.Budget, s.cfg.Agent.Price
-	if err := agents.BudgetProblem(a, b.MaxCostUSD, b.MaxTokens, price.InputPerMTok > 0 || price.OutputPerMTok > 0); err != nil {
+	priced := agents.Priced(price.InputPerMTok, price.OutputPerMTok, s.cfg.Agent.Model)
+	if err := agents.BudgetProblem(a, b.MaxCostUSD, b.MaxTokens, priced); err != nil {
 		return &stop{Stop: stopreasons.Stop{Code: stopreasons.CodeOf(err), Message: err.Error()}}
+	}
+	if w := agents.BudgetWarning(a, b.MaxCostUSD, b.MaxTokens, priced); w != "" {
+		s.event("budget_warning", map[string]any{"message": w})
+		if s.log != nil {
+			s.log.Warn(w)
+		}
 	}
 	if msg := agents.RootSandboxProblem(s.cfg.Agent.Kind, s.cfg.Agent.PermissionMode, os.Geteuid(), s.o.Environ); msg != "" {
 		return &stop{Stop: stopreasons.Stop{Code: stopreasons.EnvironmentInvalid, Message: msg}}

@@ -89,6 +89,15 @@ func (r *runner) do(a action) error {
 		return appendFile(a.args[0], it+"\n")
 	case "json":
 		return copyLines(os.Stdout, a.args[0])
+	case "usage":
+		line := fmt.Sprintf("RUNR_USAGE: input_tokens=%s output_tokens=%s", a.args[0], a.args[1])
+		if len(a.args) > 2 {
+			line += " cost_usd=" + a.args[2]
+		}
+		if len(a.args) > 3 {
+			line += " model=" + a.args[3]
+		}
+		return writeLine(os.Stdout, line)
 	}
 	// parseAction accepts only the names above.
 	return fmt.Errorf("action %q has no implementation", a.name)

@@ -52,6 +52,9 @@
 //	                     RUNR_MILESTONE) pass in full (examples/demo)
 //	touch-count PATH     append RUNR_ITERATION and a newline to PATH
 //	json FILE            copy FILE to stdout line by line
+//	usage IN OUT [COST [MODEL]]  print a line `RUNR_USAGE: input_tokens=IN
+//	                     output_tokens=OUT [cost_usd=COST] [model=MODEL]`: the
+//	                     call's usage so far, as a command agent reports it
 //
 // grandchild and background also append "FAKEAGENT GRANDCHILD pid=PID" or
 // "FAKEAGENT BACKGROUND pid=PID" to FAKEAGENT_READY_FILE, so a test can check
@@ -69,7 +72,8 @@
 // recorded session of that agent, for adapter tests. Replays count calls like
 // scripts do, and FAKEAGENT_REPLAY_N and FAKEAGENT_EXIT_N, when set, replace
 // the two for call N, so a run can meet a server error first and a success
-// on its retry.
+// on its retry. With FAKEAGENT_REPLAY_HANG=1 the replay does not exit but
+// hangs after the file, like a CLI still at work (a recording cut short).
 //
 // Exit codes: 0 at the end of the script, N for exit N, 1 when an action
 // fails, 2 for a bad script or usage.
@@ -85,6 +89,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 func main() {
@@ -178,6 +183,11 @@ func runReplay(path string) error {
 	}
 	if err := copyLines(os.Stdout, path); err != nil {
 		return err
+	}
+	if os.Getenv("FAKEAGENT_REPLAY_HANG") == "1" {
+		for {
+			time.Sleep(time.Hour)
+		}
 	}
 	return exitCode(code)
 }
@@ -297,7 +307,7 @@ Actions: write PATH TEXT, append PATH TEXT, delete PATH, rename A B,
   print TEXT, eprint TEXT, status done|failed|blocked WHY, promise, exit N,
   sleep DURATION, hang, ignore-term, grandchild [DUR], background [DUR],
   flood SIZE, flood-lines N, ready, wait-for PATH, echo-prompt, env,
-  fix-test [M], touch-count PATH, json FILE
+  fix-test [M], touch-count PATH, json FILE, usage IN OUT [COST [MODEL]]
 Environment: FAKEAGENT_SCRIPT, FAKEAGENT_STATE, FAKEAGENT_READY_FILE,
   FAKEAGENT_ARGS_FILE, FAKEAGENT_REPLAY[_N] and FAKEAGENT_EXIT[_N] (under another name)
 See the package documentation (go doc ./tests/fakeagent) for the details.

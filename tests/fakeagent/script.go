@@ -115,6 +115,22 @@ var actionSpecs = map[string]actionSpec{
 	"fix-test":    {min: 0, max: 1, check: checkCount},
 	"touch-count": {min: 1, max: 1},
 	"json":        {min: 1, max: 1},
+	"usage":       {min: 2, max: 4, check: checkUsage},
+}
+
+// checkUsage takes IN OUT [COST [MODEL]]: two counts and a cost in USD.
+func checkUsage(args []string) error {
+	for _, a := range args[:2] {
+		if n, err := strconv.ParseInt(a, 10, 64); err != nil || n < 0 {
+			return fmt.Errorf("usage IN OUT [COST [MODEL]]: %q is not a token count", a)
+		}
+	}
+	if len(args) > 2 {
+		if c, err := strconv.ParseFloat(args[2], 64); err != nil || c < 0 {
+			return fmt.Errorf("usage IN OUT [COST [MODEL]]: %q is not a cost in USD", args[2])
+		}
+	}
+	return nil
 }
 
 func checkStatus(args []string) error {

@@ -29,6 +29,7 @@ func TestParseStep(t *testing.T) {
 			},
 		},
 		{"write empty.txt", nil, []action{{"write", []string{"empty.txt"}}}},
+		{"usage 100 20 0.5 gpt-5; usage 1 2", nil, []action{{"usage", []string{"100", "20", "0.5", "gpt-5"}}, {"usage", []string{"1", "2"}}}},
 		{"status blocked no API key: ask ops", nil, []action{{"status", []string{"blocked", "no API key: ask ops"}}}},
 		{"eprint back\\\\slash \\x", nil, []action{{"eprint", []string{"back\\slash \\x"}}}},
 		{"flood 1G; flood-lines 10; sleep 30s; grandchild; background 5s", nil, []action{
@@ -61,6 +62,9 @@ func TestParseStepErrors(t *testing.T) {
 		{"rename a", "rename takes 2 argument(s)"},
 		{"delete a b", "delete takes 1 argument(s)"},
 		{"flood lots", `"lots" is not a size`},
+		{"usage 1", "usage takes"},
+		{"usage -1 2", `"-1" is not a token count`},
+		{"usage 1 2 free", `"free" is not a cost in USD`},
 		{"promise now", "promise takes 0 argument(s)"},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,222 @@
+package supervisor
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/runr-dev/runr/internal/agents"
+	"github.com/runr-dev/runr/internal/state"
+)
+
+// saveUsageEvery is how often, at most, the usage of a call in flight is
+// written to state.json (in agent_process.usage): never once per line.
+const saveUsageEvery = time.Second
+
+// callCost is what usage u of an agent call cost and where the figure came
+// from: the CLI's own, else an estimate at agent.price or runr's table.
+func (s *Supervisor) callCost(u agents.Usage) (float64, agents.CostSource) {
+	p := s.cfg.Agent.Price
+	return agents.CallCost(agents.Billable(s.cfg.Agent.Kind, u), agents.PriceOf(p.InputPerMTok, p.OutputPerMTok), s.cfg.Agent.Model)
+}
+
+// spendWatch follows the spend of one agent call while it streams: after
+// each stdout line it adds the call's usage so far to the run's usage
+// before the call, and stops the call when budget.max_cost_usd or
+// budget.max_tokens is reached. It runs on the goroutine that reads the
+// call's stdout, while the supervisor waits for the call; it writes the
+// usage so far into state.json's agent_process at most once a second, and
+// a change that came sooner is written by a timer when the second is over,
+// so a call that falls silent after it still leaves it on disk.
+type spendWatch struct {
+	s          *Supervisor
+	parser     agents.Parser
+	baseCost   float64
+	baseTokens int64
+	maxCost    float64
+	maxTokens  int64
+
+	mu       sync.Mutex   // the fields below: the reader goroutine and the timer
+	last     agents.Usage // the usage at the last line
+	cost     float64      // what it cost
+	src      agents.CostSource
+	saved    agents.Usage // the usage last written to state.json
+	savedAt  time.Time
+	exceeded string // which budget stopped the call: "budget.max_cost_usd" or "budget.max_tokens"
+	timer    *time.Timer
+	shadow   *state.State // a copy of the state the timer writes, never the supervisor's own
+	closed   bool         // the call is over: nothing more is written
+}
+
+// watchSpend returns the watch of a call whose parser reports usage while
+// it runs, or nil.
+func (s *Supervisor) watchSpend(parser agents.Parser) *spendWatch {
+	if _, ok := agents.UsageSoFar(parser); !ok {
+		return nil
+	}
+	u, b := s.st.Usage, s.st.Budget
+	return &spendWatch{s: s, parser: parser, baseCost: u.CostUSD, baseTokens: u.InputTokens + u.OutputTokens,
+		maxCost: b.MaxCostUSD, maxTokens: b.MaxTokens}
+}
+
+// line looks at the usage after a stdout line; it returns false when a
+// budget is spent and the call must stop now.
+func (w *spendWatch) line() bool {
+	if w == nil {
+		return true
+	}
+	u, _ := agents.UsageSoFar(w.parser)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if u != w.last {
+		w.last = u
+		w.cost, w.src = w.s.callCost(u)
+		switch {
+		case w.exceeded != "" || u.Final:
+			// The call's work is over: a budget its totals reach stops the
+			// run after it (the stop rules), not the call.
+		case w.maxCost > 0 && w.src != agents.CostUnknown && w.baseCost+w.cost >= w.maxCost:
+			w.exceeded = "budget.max_cost_usd"
+		case w.maxTokens > 0 && w.baseTokens+u.Tokens() >= w.maxTokens:
+			w.exceeded = "budget.max_tokens"
+		}
+	}
+	if w.last != w.saved {
+		if w.exceeded != "" || time.Since(w.savedAt) >= saveUsageEvery {
+			w.save()
+		} else {
+			w.saveLater()
+		}
+	}
+	return w.exceeded == ""
+}
+
+// callUsage is the record of the usage so far. w.mu is held.
+func (w *spendWatch) callUsage() *state.CallUsage {
+	u := w.last
+	return &state.CallUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens, CostUSD: w.cost, CostSource: string(w.src), Model: u.Model}
+}
+
+// save writes the call's usage so far into state.json's record of the
+// running process, so that a runr killed now still counts it on resume.
+// w.mu is held; the supervisor waits for the call, so its state is the
+// reader goroutine's to write.
+func (w *spendWatch) save() {
+	p := w.s.st.AgentProcess
+	if w.closed || p == nil {
+		return
+	}
+	p.Usage = w.callUsage()
+	w.write(w.s.st)
+}
+
+// saveLater has the timer write the usage once a second has passed since
+// the last write. w.mu is held.
+func (w *spendWatch) saveLater() {
+	if w.closed || w.timer != nil || w.s.st.AgentProcess == nil {
+		return
+	}
+	if w.shadow == nil {
+		// The state does not change while the call runs but for the usage,
+		// so one copy made now serves every later write of the timer.
+		data, err := json.Marshal(w.s.st)
+		var cp state.State
+		if err == nil {
+			err = json.Unmarshal(data, &cp)
+		}
+		if err != nil {
+			if w.s.log != nil {
+				w.s.log.Warn("copy of the state for the call's usage failed", zap.Error(err))
+			}
+			return
+		}
+		w.shadow = &cp
+	}
+	w.timer = time.AfterFunc(time.Until(w.savedAt.Add(saveUsageEvery)), w.flush)
+}
+
+// flush is the timer's write of the latest usage.
+func (w *spendWatch) flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.timer = nil
+	if w.closed || w.last == w.saved || w.shadow.AgentProcess == nil {
+		return
+	}
+	w.shadow.AgentProcess.Usage = w.callUsage()
+	w.write(w.shadow)
+}
+
+func (w *spendWatch) write(st *state.State) {
+	w.saved, w.savedAt = w.last, time.Now()
+	if err := w.s.store.Save(st); err != nil && w.s.log != nil {
+		w.s.log.Warn("state save of the call's usage failed", zap.Error(err))
+	}
+}
+
+// close ends the watch when the call is over, before the supervisor
+// writes its state again: no timer writes after it.
+func (w *spendWatch) close() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
+	}
+}
+
+// stopped is the step's result when the watch stopped the call: a
+// budget_exceeded stop with the run's spend, the call's included (account
+// has added it by now).
+func (w *spendWatch) stopped() (result, bool) {
+	if w == nil {
+		return result{}, false
+	}
+	w.close()
+	if w.exceeded == "" {
+		return result{}, false
+	}
+	st := w.s.st
+	sp := &stop{}
+	sp.Condition = w.exceeded
+	if w.exceeded == "budget.max_cost_usd" {
+		sp.Value, sp.Threshold = round2(st.Usage.CostUSD), st.Budget.MaxCostUSD
+		sp.Message = fmt.Sprintf("the agent call was stopped mid-call: cost $%.2f reached the $%.2f budget", st.Usage.CostUSD, st.Budget.MaxCostUSD)
+		if st.Usage.CostEstimated {
+			sp.Message += " (estimated from tokens)"
+		}
+	} else {
+		used := st.Usage.InputTokens + st.Usage.OutputTokens
+		sp.Value, sp.Threshold = used, st.Budget.MaxTokens
+		sp.Message = fmt.Sprintf("the agent call was stopped mid-call: %d tokens reached the budget of %d", used, st.Budget.MaxTokens)
+	}
+	w.s.event("budget_stop", map[string]any{"condition": w.exceeded, "value": sp.Value, "threshold": sp.Threshold})
+	return result{Event: Event{Outcome: AgentCostCap}, stop: sp}, true
+}
+
+// recoverCallUsage adds to the run's usage what the call in flight when
+// runr crashed had used as far as state.json knows (agent_process.usage),
+// and returns it for the timeline; nil when there was none.
+func recoverCallUsage(st *state.State) map[string]any {
+	p := st.AgentProcess
+	if p == nil || p.Usage == nil {
+		return nil
+	}
+	u := p.Usage
+	st.Usage.InputTokens += u.InputTokens
+	st.Usage.OutputTokens += u.OutputTokens
+	st.Usage.CostUSD += u.CostUSD
+	if u.CostSource == string(agents.CostEstimated) {
+		st.Usage.CostEstimated = true
+	}
+	p.Usage = nil
+	return map[string]any{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens, "cost_usd": u.CostUSD, "cost_source": u.CostSource}
+}

@@ -1,0 +1,80 @@
+package supervisor
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runr-dev/runr/internal/state"
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// A command agent's RUNR_USAGE lines stop its call on the line that brings
+// the spend to budget.max_cost_usd; the agent never ends by itself. While
+// the call ran, state.json held its usage so far (written from the
+// goroutine that reads the output: run with -race).
+func TestSpendStopsTheCallOnTheLineThatReachesTheBudget(t *testing.T) {
+	r := newRun(t, "# T\n- [ ] one\n")
+	seen := filepath.Join(r.bin, "seen")
+	// Between the usage lines the agent waits for state.json to hold the
+	// call's usage and copies it, so the test sees what a crash at that
+	// moment would have left.
+	r.agent(`echo "RUNR_USAGE: input_tokens=100 output_tokens=10 cost_usd=0.40"
+until grep -q '"cost_source"' "$RUNR_RUN_DIR/state.json"; do sleep 0.05; done
+cp "$RUNR_RUN_DIR/state.json" "` + seen + `"
+echo "RUNR_USAGE: input_tokens=300 output_tokens=30 cost_usd=1.10"
+exec sleep 300
+`)
+	r.set("budget.max_cost_usd", 1.0)
+	st := r.start()
+	require.NotNil(t, st.StopReason)
+	assert.Equal(t, stopreasons.BudgetExceeded, st.StopReason.Code)
+	assert.Equal(t, "budget.max_cost_usd", st.StopReason.Condition)
+	assert.Contains(t, st.StopReason.Message, "mid-call")
+	assert.InDelta(t, 1.10, st.Usage.CostUSD, 1e-9)
+	assert.Equal(t, int64(300), st.Usage.InputTokens)
+	assert.Nil(t, st.AgentProcess)
+	assert.Equal(t, state.OutcomeStopped, st.Milestones[0].Attempts[0].Outcome)
+
+	mid, err := state.LoadFile(seen)
+	require.NoError(t, err)
+	require.NotNil(t, mid.AgentProcess)
+	require.NotNil(t, mid.AgentProcess.Usage, "the call's usage so far is in state.json while it runs")
+	assert.Equal(t, int64(100), mid.AgentProcess.Usage.InputTokens)
+	assert.InDelta(t, 0.40, mid.AgentProcess.Usage.CostUSD, 1e-9)
+	assert.Equal(t, "reported", mid.AgentProcess.Usage.CostSource)
+	assert.Equal(t, 0.0, mid.Usage.CostUSD, "the run's usage counts the call when it ends")
+}
+
+func TestRecoverCallUsage(t *testing.T) {
+	st := &state.State{Usage: state.Usage{CostUSD: 1, InputTokens: 10, OutputTokens: 1}}
+	assert.Nil(t, recoverCallUsage(st), "no process, nothing to add")
+	st.AgentProcess = &state.Process{PID: 1}
+	assert.Nil(t, recoverCallUsage(st), "a process without usage adds nothing")
+	st.AgentProcess.Usage = &state.CallUsage{InputTokens: 5, OutputTokens: 2, CostUSD: 0.5, CostSource: "estimated"}
+	added := recoverCallUsage(st)
+	require.NotNil(t, added)
+	assert.Equal(t, state.Usage{CostUSD: 1.5, CostEstimated: true, InputTokens: 15, OutputTokens: 3}, st.Usage)
+	assert.Nil(t, st.AgentProcess.Usage, "counted once")
+	assert.Nil(t, recoverCallUsage(st))
+}
+
+// A change of the usage less than a second after the last write is written
+// when the second is over, though the agent prints nothing more: the agent
+// here waits for state.json to hold it before it goes on.
+func TestSpendWritesALateChangeWhenTheSecondIsOver(t *testing.T) {
+	r := newRun(t, "# T\n- [ ] one\n")
+	r.agent(`echo "RUNR_USAGE: input_tokens=100 output_tokens=10"
+echo "RUNR_USAGE: input_tokens=250 output_tokens=20"
+until grep -Eq '"input_tokens": ?250' "$RUNR_RUN_DIR/state.json"; do sleep 0.05; done
+echo "RUNR_STATUS: done"
+`)
+	r.set("agent.timeout", "30s")
+	st := r.start()
+	require.NotNil(t, st.StopReason)
+	assert.Equal(t, stopreasons.Complete, st.StopReason.Code, "%s", st.StopReason.Message)
+	assert.Equal(t, int64(250), st.Usage.InputTokens)
+	assert.Equal(t, int64(20), st.Usage.OutputTokens)
+}
