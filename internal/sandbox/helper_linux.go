@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -150,17 +151,29 @@ func restrict(abi int, writable []string) error {
 	}
 	var rules []landlock.Rule
 	for _, path := range writable {
-		fi, err := os.Stat(path)
-		if errors.Is(err, os.ErrNotExist) {
+		// The plan resolved the links on the way (Build): one met now was
+		// made since, by the agent of an earlier call, say, and granting
+		// where it points would let the agent out. The rule is made from
+		// the file opened, not from its name again.
+		fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+		if errors.Is(err, unix.ENOENT) {
 			continue
+		} else if errors.Is(err, unix.ELOOP) {
+			return fmt.Errorf("%s: a symbolic link is on its way, made since the sandbox was planned; it is not granted", path)
 		} else if err != nil {
+			return fmt.Errorf("open %s: %w", path, err)
+		}
+		defer unix.Close(fd)
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
 			return fmt.Errorf("stat %s: %w", path, err)
 		}
 		rights := handled
-		if !fi.IsDir() {
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			rights &= fileWrite
 		}
-		rules = append(rules, landlock.PathAccess(rights, path))
+		rules = append(rules, landlock.PathAccess(rights, "/proc/self/fd/"+strconv.Itoa(fd)))
 	}
 	return cfg.BestEffort().Restrict(rules...)
 }

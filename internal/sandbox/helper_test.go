@@ -105,3 +105,58 @@ func mustExe(t *testing.T) string {
 	require.NoError(t, err)
 	return exe
 }
+
+// TestHelperGrantsNoLinkPlantedInAWritableDir: a writable path beneath
+// another writable directory (an agent's state dir inside a cache the user
+// made writable, a relative sandbox.writable entry inside the work tree)
+// can be replaced by the agent with a symbolic link to anywhere; neither a
+// later call of the run nor a resumed run (a new plan) may then grant
+// where it points.
+func TestHelperGrantsNoLinkPlantedInAWritableDir(t *testing.T) {
+	needLandlock(t)
+	root := tree(t, "go.mod", "build/x")
+	home := t.TempDir()
+	cache := tree(t, "tool/")
+	sub := filepath.Join(cache, "tool")
+	layout := Layout{WorkTree: root, Extra: []string{cache, sub, filepath.Join(root, "build")}}
+	p, err := Build(Decision{Confine: true}, layout)
+	require.NoError(t, err)
+	p.ABI = ABI()
+	plant := `rm -r ` + sub + ` build && ln -s ` + home + ` ` + sub + ` && ln -s ` + home + ` build`
+	// The first call plants the links; the second would write through them.
+	assert.Equal(t, "plant ok\n", confined(t, root, p, false, probeWrites+`w plant '`+plant+`'`))
+	out := confined(t, root, p, false, probeWrites+`w home 'echo x > `+home+`/bashrc'`)
+	assert.Equal(t, "home denied\n", out, "a later call")
+	// A resumed run plans again, with the links in place.
+	p, err = Build(Decision{Confine: true}, layout)
+	require.NoError(t, err)
+	p.ABI = ABI()
+	assert.NotContains(t, p.Writable, home)
+	out = confined(t, root, p, false, probeWrites+`w home 'echo x > `+home+`/bashrc'`)
+	assert.Equal(t, "home denied\n", out, "a resumed run")
+	assert.NoFileExists(t, filepath.Join(home, "bashrc"))
+}
+
+// TestHelperFollowsNoLinkAtCallTime: the helper grants the paths the plan
+// resolved, and refuses one that has become a symbolic link since, rather
+// than grant where it points.
+func TestHelperFollowsNoLinkAtCallTime(t *testing.T) {
+	needLandlock(t)
+	root := tree(t, "go.mod")
+	home := t.TempDir()
+	state := filepath.Join(t.TempDir(), "state")
+	require.NoError(t, os.Symlink(home, state))
+	p := Policy{ABI: ABI(), Writable: []string{root, state}}
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	wrap, err := Wrap(exe, p)
+	require.NoError(t, err)
+	var out strings.Builder
+	res, err := worker.Run(context.Background(), worker.Spec{Argv: []string{"sh", "-c", "echo x > " + home + "/bashrc; echo ran"}, Dir: root, Wrap: wrap,
+		Stdout: &out, OnStart: func(worker.Proc) error { return nil }})
+	require.NoError(t, err)
+	assert.Equal(t, ExitSetupFailed, res.ExitCode)
+	assert.Contains(t, string(res.Tail), ErrorPrefix+"landlock: "+state+": a symbolic link is on its way")
+	assert.Empty(t, out.String())
+	assert.NoFileExists(t, filepath.Join(home, "bashrc"))
+}
