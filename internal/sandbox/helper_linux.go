@@ -56,6 +56,9 @@ func apply(p Policy, argv []string, stdout io.Writer) error {
 		_, err := fmt.Fprintln(stdout, "ok")
 		return err
 	}
+	if err := dropTerminal(); err != nil {
+		return err
+	}
 	if p.ABI > 0 {
 		if err := restrict(p.ABI, p.Writable); err != nil {
 			return fmt.Errorf("landlock: %w", err)
@@ -169,7 +172,10 @@ func restrict(abi int, writable []string) error {
 		if err := unix.Fstat(fd, &st); err != nil {
 			return fmt.Errorf("stat %s: %w", path, err)
 		}
-		rights := handled
+		// Device files are made by no agent, and one made by a root
+		// agent outside a namespace would reach a disk or memory past
+		// every rule.
+		rights := handled &^ (ll.AccessFSMakeChar | ll.AccessFSMakeBlock)
 		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			rights &= fileWrite
 		}
@@ -199,4 +205,27 @@ func clearInheritable() {
 	}
 	data[0].Inheritable, data[1].Inheritable = 0, 0
 	_ = unix.Capset(&hdr, &data[0])
+}
+
+// dropTerminal detaches the process from its controlling terminal, runr's
+// (the user's shell's): a process whose controlling terminal it is may push
+// input into it with TIOCSTI, which the shell runs, unconfined, once runr is
+// done. The helper leads its process group but not its session, so this
+// signals nobody; the program is left with no controlling terminal, and
+// cannot take one that a session still holds.
+func dropTerminal() error {
+	if sid, err := unix.Getsid(0); err == nil && sid == unix.Getpid() {
+		return errors.New("the helper leads its own session; it is started by runr in runr's")
+	}
+	fd, err := unix.Open("/dev/tty", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENXIO) {
+		return nil // none
+	} else if err != nil {
+		return fmt.Errorf("open the controlling terminal to detach from it: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.IoctlSetInt(fd, unix.TIOCNOTTY, 0); err != nil {
+		return fmt.Errorf("detach from the controlling terminal: %w", err)
+	}
+	return nil
 }
