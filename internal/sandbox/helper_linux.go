@@ -141,12 +141,14 @@ func writeRights(abi int) landlock.AccessFSSet {
 }
 
 // restrict lets the process and everything it starts write only beneath
-// writable, and (ABI 6) signal only processes of its own sandbox.
+// writable, and (ABI 6) signal only processes of its own sandbox and
+// connect to no abstract unix socket that a process outside listens on (a
+// session bus, a multiplexer's server, which would act for it, unconfined).
 func restrict(abi int, writable []string) error {
 	handled := writeRights(abi)
 	args := []any{handled}
 	if abi >= 6 {
-		args = append(args, landlock.ScopedSet(ll.ScopeSignal))
+		args = append(args, landlock.ScopedSet(ll.ScopeSignal|ll.ScopeAbstractUnixSocket))
 	}
 	cfg, err := landlock.NewConfig(args...)
 	if err != nil {

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -44,4 +45,55 @@ func TestHelperDropsTheTerminal(t *testing.T) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	require.NoError(t, cmd.Run(), out.String())
 	assert.Equal(t, "tty\nnotty\n", out.String(), "the session has the terminal, the confined program not")
+}
+
+// TestHelperKeepsOutOfOtherProcesses: the confined agent cannot write
+// the memory of an unconfined process of its own user (runr's,
+// the user's shell's: Landlock refuses the ptrace access), nor, on ABI 6
+// and later, connect to an abstract unix socket one of them listens on
+// (a session bus, a terminal multiplexer, whose server would act for it
+// outside the sandbox).
+func TestHelperKeepsOutOfOtherProcesses(t *testing.T) {
+	needLandlock(t)
+	name := "@runr-sandbox-test-" + strconv.Itoa(os.Getpid())
+	l, err := net.Listen("unix", name)
+	require.NoError(t, err)
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	other := exec.Command("sleep", "600")
+	require.NoError(t, other.Start())
+	defer func() { _ = other.Process.Kill(); _ = other.Wait() }()
+	pid := strconv.Itoa(other.Process.Pid)
+	// A byte of its memory that no one uses: the far end of its stack.
+	maps, err := os.ReadFile("/proc/" + pid + "/maps")
+	require.NoError(t, err)
+	var stack uint64
+	for _, line := range strings.Split(string(maps), "\n") {
+		if strings.HasSuffix(line, "[stack]") {
+			stack, err = strconv.ParseUint(line[:strings.IndexByte(line, '-')], 16, 64)
+			require.NoError(t, err)
+		}
+	}
+	require.NotZero(t, stack)
+	poke := `w mem 'printf x | dd of=/proc/` + pid + `/mem bs=1 seek=` + strconv.FormatUint(stack+16, 10) + ` conv=notrunc 2>/dev/null'; `
+	root := tree(t, "go.mod")
+	p, err := Build(Decision{Confine: true}, Layout{WorkTree: root})
+	require.NoError(t, err)
+	p.ABI = ABI()
+	exe := mustExe(t)
+	connect := `w abstract '"` + exe + `" ` + connectArg + ` ` + name + `'`
+	// Unconfined, the same commands work.
+	assert.Equal(t, "mem ok\nabstract ok\n", confined(t, root, Policy{}, false, probeWrites+poke+connect))
+	out := confined(t, root, p, false, probeWrites+poke+connect)
+	want := "mem denied\n"
+	want += map[bool]string{true: "abstract denied\n", false: "abstract ok\n"}[ABI() >= 6]
+	assert.Equal(t, want, out)
 }

@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,10 +15,23 @@ import (
 	"github.com/runr-dev/runr/internal/worker"
 )
 
+const connectArg = "__connect"
+
 // The test binary is the helper when run with HelperArg, as runr is.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == HelperArg {
 		os.Exit(Main(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	// A client of a unix socket, for the tests of what the confined agent
+	// may connect to.
+	if len(os.Args) > 2 && os.Args[1] == connectArg {
+		c, err := net.Dial("unix", os.Args[2])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		c.Close()
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
