@@ -7,7 +7,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -35,7 +34,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 
 func apply(p Policy, argv []string, stdout io.Writer) error {
 	if len(p.ReadOnly) > 0 {
-		if err := bindReadOnly(p.ReadOnly); err != nil {
+		if err := bindReadOnly(p.ReadOnly, p.CallerMountNS); err != nil {
 			return err
 		}
 	}
@@ -72,10 +71,10 @@ func apply(p Policy, argv []string, stdout io.Writer) error {
 // propagates back to the caller's), then binds each path onto itself and
 // remounts the bind read-only, keeping the flags the parent mount has: in
 // a user namespace they are locked, and a remount that drops one fails.
-func bindReadOnly(paths []string) error {
+func bindReadOnly(paths []string, caller string) error {
 	// Started by hand or by a worker without Spec.Namespaces, the binds
 	// would land in the caller's own mount namespace.
-	if initialUserNamespace() {
+	if !ownNamespaces(caller) {
 		return errors.New("the helper is not in a user and mount namespace of its own; it binds nothing in the caller's")
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
@@ -186,15 +185,14 @@ func restrict(abi int, writable []string) error {
 	return cfg.BestEffort().Restrict(rules...)
 }
 
-// initialUserNamespace reports whether the process is in the initial user
-// namespace, whose uid_map is the whole identity range.
-func initialUserNamespace() bool {
-	b, err := os.ReadFile("/proc/self/uid_map")
-	if err != nil {
-		return true
-	}
-	f := strings.Fields(string(b))
-	return len(f) == 3 && f[0] == "0" && f[1] == "0" && f[2] == "4294967295"
+// ownNamespaces reports whether the process has a mount namespace of its
+// own, not the caller's (runr's, which Wrap recorded). Inside a container
+// runr may have a user namespace and mount rights already, so the uid map
+// does not tell; nor can the helper, in its user namespace, read its
+// parent's.
+func ownNamespaces(caller string) bool {
+	self := mountNamespace()
+	return self != "" && caller != "" && self != caller
 }
 
 // clearInheritable empties the inheritable capability set, which the

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -96,4 +97,26 @@ func TestHelperKeepsOutOfOtherProcesses(t *testing.T) {
 	want := "mem denied\n"
 	want += map[bool]string{true: "abstract denied\n", false: "abstract ok\n"}[ABI() >= 6]
 	assert.Equal(t, want, out)
+}
+
+// TestHelperRefusesToBindInsideAContainer: runr in a user and mount
+// namespace already (a rootless container) that starts the helper without
+// a namespace of its own: the helper must not take the container's mounts
+// for its own and bind there.
+func TestHelperRefusesToBindInsideAContainer(t *testing.T) {
+	root := tree(t, ".git/config")
+	// The policy as runr in the container makes it (Wrap names the
+	// container's mount namespace as the caller's).
+	policy := `{"probe":true,"read_only":["` + filepath.Join(root, ".git") + `"],"caller_mount_ns":"'"$(readlink /proc/self/ns/mnt)"'"}`
+	cmd := exec.Command("sh", "-c", `"$0" `+HelperArg+` '`+policy+`'; echo "exit $?"; grep -c " `+root+`/.git " /proc/self/mountinfo`, mustExe(t))
+	uid, gid := os.Getuid(), os.Getgid()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}}
+	out, err := cmd.CombinedOutput()
+	if err != nil && strings.Contains(err.Error(), "operation not permitted") {
+		t.Skipf("this machine refuses user namespaces: %v", err)
+	}
+	assert.Contains(t, string(out), ErrorPrefix+"the helper is not in a user and mount namespace of its own")
+	assert.Contains(t, string(out), "exit 119\n0\n", "nothing bound in the container's mounts")
 }
