@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"unicode/utf8"
 )
 
 // HelperArg is the hidden first argument that makes runr the sandbox
@@ -67,6 +69,13 @@ func mountNamespace() string {
 func Wrap(helper string, p Policy) ([]string, error) {
 	if helper == "" {
 		return nil, errors.New("sandbox: the helper executable is unknown")
+	}
+	// JSON would carry a name that is not UTF-8 as another name (U+FFFD
+	// for each bad byte): the helper would grant or bind the wrong path.
+	for _, path := range slices.Concat(p.ReadOnly, p.Writable) {
+		if !utf8.ValidString(path) {
+			return nil, fmt.Errorf("sandbox: the path %q is not valid UTF-8, which the sandbox cannot name", path)
+		}
 	}
 	p.CallerMountNS = mountNamespace()
 	b, err := json.Marshal(p)
