@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 )
 
@@ -49,13 +50,19 @@ func MakePlan(ctx context.Context, in Input) (Plan, Policy, error) {
 	}
 	f := Facts{Mode: in.Mode, ABI: ABI(), Kernel: Kernel()}
 	plan.ABI, plan.Kernel = f.ABI, f.Kernel
-	f.Checkout = !in.Worktree && isDir(filepath.Join(in.WorkTree, ".git"))
+	gitPath := filepath.Join(in.WorkTree, ".git")
+	_, err := os.Lstat(gitPath)
+	hasGit := err == nil
+	f.Checkout = !in.Worktree && isDir(gitPath)
+	// A dry run's stand-in for a worktree is the checkout; the worktree
+	// would have a .git file.
+	f.GitFile = !f.Checkout && (in.Worktree || hasGit)
 	deny := DenyDirs(in.WorkTree, in.Deny)
 	f.DenyDirs = len(deny) > 0
-	if f.ABI > 0 && NeedsNamespaces(f.Checkout, f.DenyDirs) {
+	if f.ABI > 0 && NeedsNamespaces(f.Checkout, f.GitFile, f.DenyDirs) {
 		ro := deny
-		if f.Checkout {
-			ro = append([]string{filepath.Join(in.WorkTree, ".git")}, deny...)
+		if hasGit {
+			ro = append([]string{gitPath}, deny...)
 		}
 		f.Namespaces = errNoHelper
 		if in.Helper != "" {
