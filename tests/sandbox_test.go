@@ -260,6 +260,7 @@ try worktreegit 'echo x > "$gitdir/HEAD"'
 try src 'echo b >> src/a.txt'
 try newtop 'echo n > NEW.txt'
 try tmp 'echo t > "$TMPDIR/t"'
+try gitfile 'echo "gitdir: /tmp/elsewhere" > .git'
 echo "RUNR_STATUS: done"
 `)
 	code, out := runSandboxed(t, repo, env, "--prompt", "try the sandbox", "--worktree", "--sandbox=on", "--", "sh", agent)
@@ -271,10 +272,18 @@ echo "RUNR_STATUS: done"
 	for _, name := range []string{"outside", "checkout", "bashrc", "hook", "gitconfig", "worktreegit"} {
 		assert.Equal(t, "EACCES", tries[name], name)
 	}
+	// The worktree's .git file, which git commands run in the worktree
+	// later (a shell prompt's, git worktree remove's) would follow to a git
+	// dir of the agent's making, with its config and hooks: bound
+	// read-only like a checkout's .git.
+	assert.Equal(t, "EROFS", tries["gitfile"], "gitfile")
+	b, err := os.ReadFile(filepath.Join(st.Worktree, ".git"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "elsewhere")
 	for _, name := range []string{"src", "newtop", "tmp"} {
 		assert.Equal(t, "ok", tries[name], name)
 	}
-	b, err := os.ReadFile(filepath.Join(home, ".bashrc"))
+	b, err = os.ReadFile(filepath.Join(home, ".bashrc"))
 	require.NoError(t, err)
 	assert.Equal(t, "original\n", string(b))
 	assert.NoFileExists(t, filepath.Join(repo, ".git", "hooks", "pre-commit"))
@@ -285,7 +294,7 @@ echo "RUNR_STATUS: done"
 
 	ev := sandboxEvent(t, runDir)
 	assert.Equal(t, true, ev["confined"])
-	assert.Equal(t, false, ev["namespace"], "a worktree needs no namespace")
+	assert.Equal(t, true, ev["namespace"], "the worktree's .git file is bound read-only")
 }
 
 // TestSandboxHelperFailureStops69: when the helper cannot set up the

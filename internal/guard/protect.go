@@ -6,6 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // RuleProtect is the rule a change to a protected file breaks
@@ -18,6 +21,9 @@ const RuleProtect = "protect"
 const (
 	ChangeModified = "modified"
 	ChangeDeleted  = "deleted or renamed"
+	// ChangeMode: the content is the same, the executable bit is not (git
+	// records it, and a test runner may skip a test that lost it).
+	ChangeMode = "executable bit changed"
 )
 
 // ProtectAdvice says what the protect rule stops and how to allow a change;
@@ -61,5 +67,25 @@ func (s *Snapshot) CheckProtect(changed, protect []string) ([]Violation, error) 
 		}
 		out = append(out, Violation{Path: p, Rule: RuleProtect, Pattern: protect[i], Change: change})
 	}
-	return out, nil
+	// A change of the executable bit alone leaves the content, which is
+	// all that changed lists, as it was.
+	var modes []Violation
+	for p, was := range s.Files {
+		if was.Hash == DeletedHash || was.Mode&unix.S_IFMT != unix.S_IFREG || slices.Contains(changed, p) {
+			continue
+		}
+		i := slices.IndexFunc(globs, func(g string) bool { return matchScope(g, p) })
+		if i < 0 {
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(s.Top, filepath.FromSlash(p)), &st); err != nil || uint32(st.Mode)&unix.S_IFMT != unix.S_IFREG {
+			continue // a change of its content or kind, which changed lists
+		}
+		if uint32(st.Mode)&unix.S_IXUSR != was.Mode&unix.S_IXUSR {
+			modes = append(modes, Violation{Path: p, Rule: RuleProtect, Pattern: protect[i], Change: ChangeMode})
+		}
+	}
+	slices.SortFunc(modes, func(a, b Violation) int { return strings.Compare(a.Path, b.Path) })
+	return append(out, modes...), nil
 }

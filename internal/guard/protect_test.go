@@ -61,6 +61,15 @@ func TestCheckProtect(t *testing.T) {
 		{"untracked at the start, deleted", func(t *testing.T, dir string) {
 			require.NoError(t, os.Remove(filepath.Join(dir, "draft_test.go")))
 		}, []Violation{{Path: "draft_test.go", Rule: RuleProtect, Pattern: "**/*_test.go", Change: ChangeDeleted}}},
+		{"made executable, content unchanged", func(t *testing.T, dir string) {
+			require.NoError(t, os.Chmod(filepath.Join(dir, "calc_test.go"), 0o755))
+		}, []Violation{{Path: "calc_test.go", Rule: RuleProtect, Pattern: "**/*_test.go", Change: ChangeMode}}},
+		{"made non-executable, untracked at the start", func(t *testing.T, dir string) {
+			require.NoError(t, os.Chmod(filepath.Join(dir, "draft_test.go"), 0o755))
+		}, []Violation{{Path: "draft_test.go", Rule: RuleProtect, Pattern: "**/*_test.go", Change: ChangeMode}}},
+		{"other permission bits", func(t *testing.T, dir string) {
+			require.NoError(t, os.Chmod(filepath.Join(dir, "calc_test.go"), 0o600))
+		}, nil},
 		{"new files, added and changed again", func(t *testing.T, dir string) {
 			writeFile(t, dir, "new_test.go", "package calc\n")
 			writeFile(t, dir, "new_test.go", "package calc\n// more\n")

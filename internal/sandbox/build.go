@@ -110,7 +110,104 @@ func Build(d Decision, l Layout) (Policy, error) {
 			p.Writable = append(p.Writable, e)
 		}
 	}
+	p.Writable = settle(p.Writable)
 	return p, nil
+}
+
+// settle is the writable set as the helper grants it: each path with the
+// symbolic links on its way resolved (the helper follows none, so that a
+// link made after the plan grants nothing), less every path that lies
+// beneath another writable directory. Such a path adds no right, only a way
+// out: the agent can replace it, or a directory on its way, by a symbolic
+// link to anywhere, for a later call or a resumed run to grant. For the same
+// reason a link met beneath a writable directory drops the path: the agent
+// may have made it.
+func settle(paths []string) []string {
+	first := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if r, ok := resolvePath(p, nil); ok {
+			first = append(first, r)
+		}
+	}
+	var dirs []string
+	for _, r := range first {
+		if isRealDir(r) {
+			dirs = append(dirs, r)
+		}
+	}
+	var out []string
+	for _, p := range paths {
+		r, ok := resolvePath(p, dirs)
+		if !ok || beneathAny(r, dirs) || slices.Contains(out, r) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// resolvePath resolves the symbolic links on the way to p (absolute), one
+// component at a time; the missing part of a path is kept as written. It
+// fails on a link that lies beneath one of dirs, and on a loop.
+func resolvePath(p string, dirs []string) (string, bool) {
+	if !filepath.IsAbs(p) {
+		return "", false
+	}
+	cur := string(filepath.Separator)
+	rest := strings.Split(p, string(filepath.Separator))
+	for links := 0; len(rest) > 0; {
+		c := rest[0]
+		rest = rest[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return filepath.Join(append([]string{next}, rest...)...), true
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if links++; links > 40 || beneathAny(next, dirs) {
+			return "", false
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return "", false
+		}
+		if filepath.IsAbs(target) {
+			cur = string(filepath.Separator)
+		}
+		rest = append(strings.Split(target, string(filepath.Separator)), rest...)
+	}
+	return cur, true
+}
+
+// beneathAny reports whether p lies strictly beneath one of dirs.
+func beneathAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if d == string(filepath.Separator) {
+			if p != d {
+				return true
+			}
+			continue
+		}
+		if strings.HasPrefix(p, d+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+func isRealDir(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.IsDir()
 }
 
 // around lists what to grant so that everything beneath root is writable

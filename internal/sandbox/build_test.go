@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -70,4 +71,35 @@ func TestBuildWorktreeLandlockAlone(t *testing.T) {
 	p, err = Build(Decision{}, Layout{WorkTree: root})
 	require.NoError(t, err)
 	assert.Empty(t, p.Writable, "unconfined: no policy")
+}
+
+// TestMakePlanRefusesWritableGitDirs: a sandbox.writable entry that holds
+// the repository's git directory (the repository itself, the directory
+// of all your projects), or lies inside it, would hand the agent the
+// hooks and config that the sandbox keeps read-only: it is refused.
+func TestMakePlanRefusesWritableGitDirs(t *testing.T) {
+	if ABI() == 0 {
+		t.Skipf("this kernel (%s) has no Landlock", Kernel())
+	}
+	base := t.TempDir()
+	repo := filepath.Join(base, "src", "proj")
+	require.NoError(t, os.MkdirAll(filepath.Join(repo, ".git", "hooks"), 0o755))
+	wt := filepath.Join(base, "wt")
+	require.NoError(t, os.MkdirAll(wt, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(wt, ".git"), []byte("gitdir: "+repo+"/.git/worktrees/wt\n"), 0o644))
+	for _, tc := range []struct {
+		name     string
+		workTree string
+		worktree bool
+	}{{"checkout", repo, false}, {"worktree", wt, true}} {
+		for _, w := range []string{filepath.Join(base, "src"), repo, ".git/hooks", "~/src"} {
+			_, _, err := MakePlan(context.Background(), Input{Mode: ModeOn, WorkTree: tc.workTree, Worktree: tc.worktree, Repo: repo, Home: base, Helper: mustExe(t), Writable: []string{w}})
+			require.ErrorIs(t, err, ErrWritable, "%s: %s", tc.name, w)
+			assert.ErrorContains(t, err, "git directory", "%s: %s", tc.name, w)
+		}
+		plan, _, err := MakePlan(context.Background(), Input{Mode: ModeOn, WorkTree: tc.workTree, Worktree: tc.worktree, Repo: repo, Home: base, Helper: mustExe(t),
+			Writable: []string{"~/.cache", filepath.Join(base, "src", "other")}})
+		assert.NoError(t, err, tc.name)
+		assert.True(t, plan.Confine, tc.name)
+	}
 }

@@ -15,6 +15,12 @@ type Facts struct {
 	// directory inside the work tree); else in a worktree whose git dirs lie
 	// outside it.
 	Checkout bool
+	// GitFile: the work tree's .git is a file (a linked worktree's, a
+	// --worktree run's), which the agent could point at a git dir of its
+	// making: runr's own git calls name the git dirs and do not follow it,
+	// but git commands run in the work tree later would (a shell prompt's,
+	// git worktree remove's), with that git dir's config and hooks.
+	GitFile bool
 	// DenyDirs: scope.deny names plain directories of the work tree.
 	DenyDirs bool
 	// Namespaces is nil when the namespace setup works (probed only when
@@ -23,9 +29,10 @@ type Facts struct {
 }
 
 // NeedsNamespaces reports whether a run would use a user and mount
-// namespace when it can: in the checkout (.git read-only), and for deny
-// directories that Landlock alone could only build the writable set around.
-func NeedsNamespaces(checkout, denyDirs bool) bool { return checkout || denyDirs }
+// namespace when it can: to bind the work tree's .git read-only (a
+// checkout's directory, a worktree's file), and for deny directories that
+// Landlock alone could only build the writable set around.
+func NeedsNamespaces(checkout, gitFile, denyDirs bool) bool { return checkout || gitFile || denyDirs }
 
 // Decision is the confinement a run gets.
 type Decision struct {
@@ -75,7 +82,7 @@ func Decide(f Facts) Decision {
 		return d
 	}
 	d.Confine = true
-	ns := NeedsNamespaces(f.Checkout, f.DenyDirs) && f.Namespaces == nil
+	ns := NeedsNamespaces(f.Checkout, f.GitFile, f.DenyDirs) && f.Namespaces == nil
 	switch {
 	case ns:
 		d.Namespace = true
@@ -90,6 +97,11 @@ func Decide(f Facts) Decision {
 		d.Warnings = append(d.Warnings, fmt.Sprintf("sandbox: no private mount namespace (%s): Landlock alone confines the agent; "+
 			"the existing top-level files and directories of the checkout stay writable, but not its root: the agent cannot create new top-level files "+
 			"nor replace a top-level file by a rename (as git apply and editors do); use --worktree for the full sandbox", cause(f.Namespaces)))
+	case f.GitFile:
+		// Landlock alone keeps the git dirs, outside the work tree, safe;
+		// the .git file only is left.
+		d.Warnings = append(d.Warnings, fmt.Sprintf("sandbox: no private mount namespace (%s): the work tree's .git file stays writable; "+
+			"runr's own git calls do not follow it, but git commands you run in the work tree would, to a git dir the agent chose", cause(f.Namespaces)))
 	}
 	if f.DenyDirs && !ns {
 		d.Around = true

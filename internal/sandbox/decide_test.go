@@ -41,6 +41,12 @@ func TestDecide(t *testing.T) {
 			want: Decision{Mode: ModeOn, Confine: true, Namespace: true}},
 		{name: "on, worktree, deny dirs, no namespaces: built around", f: Facts{Mode: ModeOn, ABI: 7, DenyDirs: true, Namespaces: refused},
 			want: Decision{Mode: ModeOn, Confine: true, Around: true}, warns: 1},
+		{name: "on, worktree: its .git file bound in a namespace", f: Facts{Mode: ModeOn, ABI: 7, GitFile: true},
+			want: Decision{Mode: ModeOn, Confine: true, Namespace: true}},
+		{name: "on, worktree, namespaces refused: Landlock alone, the .git file said writable", f: Facts{Mode: ModeOn, ABI: 7, GitFile: true, Namespaces: refused},
+			want: Decision{Mode: ModeOn, Confine: true}, warns: 1},
+		{name: "auto, worktree, deny dirs, namespaces refused", f: Facts{Mode: ModeAuto, ABI: 7, GitFile: true, DenyDirs: true, Namespaces: refused},
+			want: Decision{Mode: ModeAuto, Confine: true, Around: true}, warns: 2},
 		{name: "on, worktree, without Landlock stops", f: Facts{Mode: ModeOn, ABI: 0}, want: Decision{Mode: ModeOn}, refusal: []string{"no Landlock"}},
 	}
 	for _, tt := range tests {

@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"strings"
+	"strconv"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -34,7 +34,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 
 func apply(p Policy, argv []string, stdout io.Writer) error {
 	if len(p.ReadOnly) > 0 {
-		if err := bindReadOnly(p.ReadOnly); err != nil {
+		if err := bindReadOnly(p.ReadOnly, p.CallerMountNS); err != nil {
 			return err
 		}
 	}
@@ -55,6 +55,9 @@ func apply(p Policy, argv []string, stdout io.Writer) error {
 		_, err := fmt.Fprintln(stdout, "ok")
 		return err
 	}
+	if err := dropTerminal(); err != nil {
+		return err
+	}
 	if p.ABI > 0 {
 		if err := restrict(p.ABI, p.Writable); err != nil {
 			return fmt.Errorf("landlock: %w", err)
@@ -68,10 +71,10 @@ func apply(p Policy, argv []string, stdout io.Writer) error {
 // propagates back to the caller's), then binds each path onto itself and
 // remounts the bind read-only, keeping the flags the parent mount has: in
 // a user namespace they are locked, and a remount that drops one fails.
-func bindReadOnly(paths []string) error {
+func bindReadOnly(paths []string, caller string) error {
 	// Started by hand or by a worker without Spec.Namespaces, the binds
 	// would land in the caller's own mount namespace.
-	if initialUserNamespace() {
+	if !ownNamespaces(caller) {
 		return errors.New("the helper is not in a user and mount namespace of its own; it binds nothing in the caller's")
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
@@ -137,12 +140,14 @@ func writeRights(abi int) landlock.AccessFSSet {
 }
 
 // restrict lets the process and everything it starts write only beneath
-// writable, and (ABI 6) signal only processes of its own sandbox.
+// writable, and (ABI 6) signal only processes of its own sandbox and
+// connect to no abstract unix socket that a process outside listens on (a
+// session bus, a multiplexer's server, which would act for it, unconfined).
 func restrict(abi int, writable []string) error {
 	handled := writeRights(abi)
 	args := []any{handled}
 	if abi >= 6 {
-		args = append(args, landlock.ScopedSet(ll.ScopeSignal))
+		args = append(args, landlock.ScopedSet(ll.ScopeSignal|ll.ScopeAbstractUnixSocket))
 	}
 	cfg, err := landlock.NewConfig(args...)
 	if err != nil {
@@ -150,30 +155,44 @@ func restrict(abi int, writable []string) error {
 	}
 	var rules []landlock.Rule
 	for _, path := range writable {
-		fi, err := os.Stat(path)
-		if errors.Is(err, os.ErrNotExist) {
+		// The plan resolved the links on the way (Build): one met now was
+		// made since, by the agent of an earlier call, say, and granting
+		// where it points would let the agent out. The rule is made from
+		// the file opened, not from its name again.
+		fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+		if errors.Is(err, unix.ENOENT) {
 			continue
+		} else if errors.Is(err, unix.ELOOP) {
+			return fmt.Errorf("%s: a symbolic link is on its way, made since the sandbox was planned; it is not granted", path)
 		} else if err != nil {
+			return fmt.Errorf("open %s: %w", path, err)
+		}
+		defer unix.Close(fd)
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
 			return fmt.Errorf("stat %s: %w", path, err)
 		}
-		rights := handled
-		if !fi.IsDir() {
+		// Device files are made by no agent, and one made by a root
+		// agent outside a namespace would reach a disk or memory past
+		// every rule.
+		rights := handled &^ (ll.AccessFSMakeChar | ll.AccessFSMakeBlock)
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			rights &= fileWrite
 		}
-		rules = append(rules, landlock.PathAccess(rights, path))
+		rules = append(rules, landlock.PathAccess(rights, "/proc/self/fd/"+strconv.Itoa(fd)))
 	}
 	return cfg.BestEffort().Restrict(rules...)
 }
 
-// initialUserNamespace reports whether the process is in the initial user
-// namespace, whose uid_map is the whole identity range.
-func initialUserNamespace() bool {
-	b, err := os.ReadFile("/proc/self/uid_map")
-	if err != nil {
-		return true
-	}
-	f := strings.Fields(string(b))
-	return len(f) == 3 && f[0] == "0" && f[1] == "0" && f[2] == "4294967295"
+// ownNamespaces reports whether the process has a mount namespace of its
+// own, not the caller's (runr's, which Wrap recorded). Inside a container
+// runr may have a user namespace and mount rights already, so the uid map
+// does not tell; nor can the helper, in its user namespace, read its
+// parent's.
+func ownNamespaces(caller string) bool {
+	self := mountNamespace()
+	return self != "" && caller != "" && self != caller
 }
 
 // clearInheritable empties the inheritable capability set, which the
@@ -186,4 +205,27 @@ func clearInheritable() {
 	}
 	data[0].Inheritable, data[1].Inheritable = 0, 0
 	_ = unix.Capset(&hdr, &data[0])
+}
+
+// dropTerminal detaches the process from its controlling terminal, runr's
+// (the user's shell's): a process whose controlling terminal it is may push
+// input into it with TIOCSTI, which the shell runs, unconfined, once runr is
+// done. The helper leads its process group but not its session, so this
+// signals nobody; the program is left with no controlling terminal, and
+// cannot take one that a session still holds.
+func dropTerminal() error {
+	if sid, err := unix.Getsid(0); err == nil && sid == unix.Getpid() {
+		return errors.New("the helper leads its own session; it is started by runr in runr's")
+	}
+	fd, err := unix.Open("/dev/tty", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENXIO) {
+		return nil // none
+	} else if err != nil {
+		return fmt.Errorf("open the controlling terminal to detach from it: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.IoctlSetInt(fd, unix.TIOCNOTTY, 0); err != nil {
+		return fmt.Errorf("detach from the controlling terminal: %w", err)
+	}
+	return nil
 }

@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,10 +15,23 @@ import (
 	"github.com/runr-dev/runr/internal/worker"
 )
 
+const connectArg = "__connect"
+
 // The test binary is the helper when run with HelperArg, as runr is.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == HelperArg {
 		os.Exit(Main(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	// A client of a unix socket, for the tests of what the confined agent
+	// may connect to.
+	if len(os.Args) > 2 && os.Args[1] == connectArg {
+		c, err := net.Dial("unix", os.Args[2])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		c.Close()
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
@@ -79,9 +94,6 @@ func TestHelperTopLevelOnly(t *testing.T) {
 }
 
 func TestHelperRefusesToBindOutsideANamespace(t *testing.T) {
-	if !initialUserNamespace() {
-		t.Skip("the test runs in a user namespace already: the helper would bind in the test's own mounts")
-	}
 	root := tree(t, ".git/config")
 	var out, errOut strings.Builder
 	code := Main([]string{`{"probe":true,"read_only":["` + filepath.Join(root, ".git") + `"]}`}, &out, &errOut)
@@ -104,4 +116,75 @@ func mustExe(t *testing.T) string {
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	return exe
+}
+
+// TestHelperGrantsNoLinkPlantedInAWritableDir: a writable path beneath
+// another writable directory (an agent's state dir inside a cache the user
+// made writable, a relative sandbox.writable entry inside the work tree)
+// can be replaced by the agent with a symbolic link to anywhere; neither a
+// later call of the run nor a resumed run (a new plan) may then grant
+// where it points.
+func TestHelperGrantsNoLinkPlantedInAWritableDir(t *testing.T) {
+	needLandlock(t)
+	root := tree(t, "go.mod", "build/x")
+	home := t.TempDir()
+	cache := tree(t, "tool/")
+	sub := filepath.Join(cache, "tool")
+	layout := Layout{WorkTree: root, Extra: []string{cache, sub, filepath.Join(root, "build")}}
+	p, err := Build(Decision{Confine: true}, layout)
+	require.NoError(t, err)
+	p.ABI = ABI()
+	plant := `rm -r ` + sub + ` build && ln -s ` + home + ` ` + sub + ` && ln -s ` + home + ` build`
+	// The first call plants the links; the second would write through them.
+	assert.Equal(t, "plant ok\n", confined(t, root, p, false, probeWrites+`w plant '`+plant+`'`))
+	out := confined(t, root, p, false, probeWrites+`w home 'echo x > `+home+`/bashrc'`)
+	assert.Equal(t, "home denied\n", out, "a later call")
+	// A resumed run plans again, with the links in place.
+	p, err = Build(Decision{Confine: true}, layout)
+	require.NoError(t, err)
+	p.ABI = ABI()
+	assert.NotContains(t, p.Writable, home)
+	out = confined(t, root, p, false, probeWrites+`w home 'echo x > `+home+`/bashrc'`)
+	assert.Equal(t, "home denied\n", out, "a resumed run")
+	assert.NoFileExists(t, filepath.Join(home, "bashrc"))
+}
+
+// TestHelperFollowsNoLinkAtCallTime: the helper grants the paths the plan
+// resolved, and refuses one that has become a symbolic link since, rather
+// than grant where it points.
+func TestHelperFollowsNoLinkAtCallTime(t *testing.T) {
+	needLandlock(t)
+	root := tree(t, "go.mod")
+	home := t.TempDir()
+	state := filepath.Join(t.TempDir(), "state")
+	require.NoError(t, os.Symlink(home, state))
+	p := Policy{ABI: ABI(), Writable: []string{root, state}}
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	wrap, err := Wrap(exe, p)
+	require.NoError(t, err)
+	var out strings.Builder
+	res, err := worker.Run(context.Background(), worker.Spec{Argv: []string{"sh", "-c", "echo x > " + home + "/bashrc; echo ran"}, Dir: root, Wrap: wrap,
+		Stdout: &out, OnStart: func(worker.Proc) error { return nil }})
+	require.NoError(t, err)
+	assert.Equal(t, ExitSetupFailed, res.ExitCode)
+	assert.Contains(t, string(res.Tail), ErrorPrefix+"landlock: "+state+": a symbolic link is on its way")
+	assert.Empty(t, out.String())
+	assert.NoFileExists(t, filepath.Join(home, "bashrc"))
+}
+
+// TestHelperMakesNoDevice: a root agent (without a namespace, whose root
+// could not) may not make a device file in the work tree, to reach a disk
+// or memory through it.
+func TestHelperMakesNoDevice(t *testing.T) {
+	needLandlock(t)
+	if os.Geteuid() != 0 {
+		t.Skip("only root can make device files")
+	}
+	root := tree(t, "go.mod")
+	p, err := Build(Decision{Confine: true}, Layout{WorkTree: root})
+	require.NoError(t, err)
+	p.ABI = ABI()
+	out := confined(t, root, p, false, probeWrites+`w char 'mknod c c 1 3'; w block 'mknod b b 7 0'; w fifo 'mkfifo f'`)
+	assert.Equal(t, "char denied\nblock denied\nfifo ok\n", out)
 }

@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 )
 
@@ -49,13 +51,19 @@ func MakePlan(ctx context.Context, in Input) (Plan, Policy, error) {
 	}
 	f := Facts{Mode: in.Mode, ABI: ABI(), Kernel: Kernel()}
 	plan.ABI, plan.Kernel = f.ABI, f.Kernel
-	f.Checkout = !in.Worktree && isDir(filepath.Join(in.WorkTree, ".git"))
+	gitPath := filepath.Join(in.WorkTree, ".git")
+	_, err := os.Lstat(gitPath)
+	hasGit := err == nil
+	f.Checkout = !in.Worktree && isDir(gitPath)
+	// A dry run's stand-in for a worktree is the checkout; the worktree
+	// would have a .git file.
+	f.GitFile = !f.Checkout && (in.Worktree || hasGit)
 	deny := DenyDirs(in.WorkTree, in.Deny)
 	f.DenyDirs = len(deny) > 0
-	if f.ABI > 0 && NeedsNamespaces(f.Checkout, f.DenyDirs) {
+	if f.ABI > 0 && NeedsNamespaces(f.Checkout, f.GitFile, f.DenyDirs) {
 		ro := deny
-		if f.Checkout {
-			ro = append([]string{filepath.Join(in.WorkTree, ".git")}, deny...)
+		if hasGit {
+			ro = append([]string{gitPath}, deny...)
 		}
 		f.Namespaces = errNoHelper
 		if in.Helper != "" {
@@ -73,6 +81,9 @@ func MakePlan(ctx context.Context, in Input) (Plan, Policy, error) {
 	if err != nil {
 		return plan, Policy{}, err
 	}
+	if err := holdsNoGitDir(in, extra); err != nil {
+		return plan, Policy{}, err
+	}
 	p, err := Build(plan.Decision, Layout{WorkTree: in.WorkTree, DenyDirs: deny, TempDir: in.TempDir, Extra: append(extra, in.State...)})
 	if err != nil {
 		return plan, p, err
@@ -80,4 +91,37 @@ func MakePlan(ctx context.Context, in Input) (Plan, Policy, error) {
 	p.ABI = f.ABI
 	plan.Writable, plan.ReadOnly = p.Writable, p.ReadOnly
 	return plan, p, nil
+}
+
+// holdsNoGitDir refuses a sandbox.writable entry (resolved, in the order
+// of in.Writable) that holds the git directory of the repository or of the
+// work tree (the repository itself, the directory of all your projects),
+// or lies inside one: it would grant the agent the hooks and config the
+// sandbox keeps read-only.
+func holdsNoGitDir(in Input, extra []string) error {
+	var gitDirs []string
+	for _, root := range []string{in.Repo, in.WorkTree} {
+		if root != "" {
+			gitDirs = append(gitDirs, realPath(filepath.Join(root, ".git")))
+		}
+	}
+	for i, e := range extra {
+		re := realPath(e)
+		for _, g := range gitDirs {
+			if re == g || beneathAny(g, []string{re}) || beneathAny(re, []string{g}) {
+				return fmt.Errorf("%w %q: it holds or lies in the git directory %s, which the sandbox keeps read-only (hooks, config); name the directories the agent needs instead",
+					ErrWritable, in.Writable[i], g)
+			}
+		}
+	}
+	return nil
+}
+
+// realPath is p with its symbolic links resolved, or as written when it
+// does not exist.
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
 }

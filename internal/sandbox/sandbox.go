@@ -10,6 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
+	"unicode/utf8"
 )
 
 // HelperArg is the hidden first argument that makes runr the sandbox
@@ -46,6 +49,19 @@ type Policy struct {
 	// Probe makes the helper set up ReadOnly, check it and print "ok"
 	// instead of running a program.
 	Probe bool `json:"probe,omitempty"`
+	// CallerMountNS is the mount namespace of the process that made the
+	// wrap (runr's, /proc/self/ns/mnt), set by Wrap: the helper binds
+	// nothing unless it is in another.
+	CallerMountNS string `json:"caller_mount_ns,omitempty"`
+}
+
+// mountNamespace names the process's mount namespace; "" when unknown.
+func mountNamespace() string {
+	ns, err := os.Readlink("/proc/self/ns/mnt")
+	if err != nil {
+		return ""
+	}
+	return ns
 }
 
 // Wrap is the argv prefix (worker.Spec.Wrap) that runs a program under p:
@@ -54,6 +70,14 @@ func Wrap(helper string, p Policy) ([]string, error) {
 	if helper == "" {
 		return nil, errors.New("sandbox: the helper executable is unknown")
 	}
+	// JSON would carry a name that is not UTF-8 as another name (U+FFFD
+	// for each bad byte): the helper would grant or bind the wrong path.
+	for _, path := range slices.Concat(p.ReadOnly, p.Writable) {
+		if !utf8.ValidString(path) {
+			return nil, fmt.Errorf("sandbox: the path %q is not valid UTF-8, which the sandbox cannot name", path)
+		}
+	}
+	p.CallerMountNS = mountNamespace()
 	b, err := json.Marshal(p)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: encode the policy: %w", err)
