@@ -289,7 +289,7 @@ func (m Model) View() string {
 		h = 24
 	}
 	if w < MinWidth {
-		return cut(fmt.Sprintf("runr watch needs %d columns (%d now); q quits", MinWidth, w), w)
+		return cut(fmt.Sprintf("needs %d columns, has %d; q quits", MinWidth, w), w)
 	}
 	var lines []string
 	if m.follow != nil {
