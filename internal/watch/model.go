@@ -436,7 +436,7 @@ func (m Model) runLines(p painter, r Run) []string {
 	out = append(out, "    budget   "+budget)
 	rule := "none close"
 	if c := r.Closest; c != nil {
-		pct := fmt.Sprintf("%s %.0f%%", line(c.Name), c.Progress*100)
+		pct := line(c.Name) + " " + percent(c.Progress)
 		switch {
 		case c.Progress >= 0.8:
 			pct = p.red(pct)
@@ -485,6 +485,15 @@ func (m Model) followLines(w, h int) []string {
 // line is text from a run (an agent, the task, a state.json) made safe to
 // show on one line of the screen.
 func line(s string) string { return stopreasons.VisibleLine(s) }
+
+// percent is a progress as a whole percentage; below 1% it says so
+// rather than 0%.
+func percent(f float64) string {
+	if f > 0 && f < 0.005 {
+		return "<1%"
+	}
+	return fmt.Sprintf("%.0f%%", f*100)
+}
 
 func usd(v float64) string { return fmt.Sprintf("$%.2f", v) }
 

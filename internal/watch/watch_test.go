@@ -415,3 +415,18 @@ func TestFollowViewKeepsTheTailOnScreen(t *testing.T) {
 	checkFits(t, v, 60, 10)
 	assert.Contains(t, v, "the last line")
 }
+
+func TestFigures(t *testing.T) {
+	for _, c := range []struct {
+		f    float64
+		want string
+	}{{0, "0%"}, {0.004, "<1%"}, {0.005, "1%"}, {0.25, "25%"}, {1, "100%"}} {
+		assert.Equal(t, c.want, percent(c.f), "%v", c.f)
+	}
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{{0, "0s"}, {42 * time.Second, "42s"}, {75 * time.Second, "1m15s"}, {30 * time.Minute, "30m00s"}, {62*time.Minute + 5*time.Second, "1h02m"}} {
+		assert.Equal(t, c.want, duration(c.d), "%v", c.d)
+	}
+}
