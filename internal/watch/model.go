@@ -489,7 +489,7 @@ func line(s string) string { return stopreasons.VisibleLine(s) }
 // percent is a progress as a whole percentage; below 1% it says so
 // rather than 0%.
 func percent(f float64) string {
-	if f > 0 && f < 0.005 {
+	if f > 0 && f < 0.01 {
 		return "<1%"
 	}
 	return fmt.Sprintf("%.0f%%", f*100)

@@ -420,7 +420,7 @@ func TestFigures(t *testing.T) {
 	for _, c := range []struct {
 		f    float64
 		want string
-	}{{0, "0%"}, {0.004, "<1%"}, {0.005, "1%"}, {0.25, "25%"}, {1, "100%"}} {
+	}{{0, "0%"}, {0.004, "<1%"}, {0.005, "<1%"}, {0.01, "1%"}, {0.25, "25%"}, {1, "100%"}} {
 		assert.Equal(t, c.want, percent(c.f), "%v", c.f)
 	}
 	for _, c := range []struct {
