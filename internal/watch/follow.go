@@ -2,6 +2,7 @@ package watch
 
 import (
 	"bytes"
+	"sync"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -13,11 +14,13 @@ import (
 // timeline read from where the last poll stopped, written by doctor's
 // Transcript. It is polled by one command at a time.
 type follower struct {
-	store *state.Store
-	id    string
-	tl    *state.TimelineFollower
-	tr    *doctor.Transcript
-	out   lineWriter
+	mu     sync.Mutex
+	closed bool
+	store  *state.Store
+	id     string
+	tl     *state.TimelineFollower
+	tr     *doctor.Transcript
+	out    lineWriter
 }
 
 func newFollower(store *state.Store, id string) *follower {
@@ -36,6 +39,11 @@ func (f *followView) poll() tea.Cmd {
 // read hands over the transcript's new complete lines, and whether the run
 // is no longer live (its stop, if it has one, is among the lines by then).
 func (f *follower) read() ([]string, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, true, nil
+	}
 	if f.tr == nil {
 		st, err := f.store.Load(f.id)
 		if err != nil {
@@ -53,9 +61,23 @@ func (f *follower) read() ([]string, bool, error) {
 	})
 	lines := f.out.take()
 	if !live || err != nil {
-		f.tl.Close()
+		f.closeLocked()
 	}
 	return lines, !live, err
+}
+
+// close ends the follower; a poll under way finishes first.
+func (f *follower) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closeLocked()
+}
+
+func (f *follower) closeLocked() {
+	if f.tl != nil && !f.closed {
+		f.tl.Close()
+	}
+	f.closed = true
 }
 
 // lineWriter collects written text as complete lines.

@@ -202,7 +202,9 @@ func (m Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	if m.follow != nil {
 		switch key {
 		case "esc", "q", "backspace", "left", "h":
+			src := m.follow.src
 			m.follow = nil
+			return m, func() tea.Msg { src.close(); return nil }
 		}
 		return m, nil
 	}

@@ -396,9 +396,17 @@ func TestEnterFollowsTheTranscript(t *testing.T) {
 	assert.Contains(t, m.View(), "the run is not live")
 	assert.Contains(t, m.View(), "> Bash go test ./...")
 
-	m = update(t, m, key("esc"))
+	src := m.follow.src
+	next, cmd = m.Update(key("esc"))
+	m = next.(Model)
 	assert.Empty(t, m.Following())
 	assert.Contains(t, m.View(), "runr watch")
+	require.NotNil(t, cmd, "going back closes the timeline")
+	cmd()
+	lines, ended, err := src.read()
+	assert.Empty(t, lines)
+	assert.True(t, ended)
+	assert.NoError(t, err)
 }
 
 func TestFollowViewKeepsTheTailOnScreen(t *testing.T) {
