@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/runr-dev/runr/internal/state"
@@ -69,6 +70,7 @@ type Source struct {
 type cached struct {
 	mod     time.Time
 	size    int64
+	ino     uint64
 	sum     *state.Summary
 	sumErr  error
 	st      *state.State // live runs only
@@ -141,7 +143,7 @@ func (s *Source) Runs() ([]Run, error) {
 }
 
 // summary is the run's summary, read again only when its state.json
-// changed (a rename makes a new file: its time or size differs).
+// changed: another file (inode), time or size.
 func (s *Source) summary(id string) *cached {
 	c := s.runs[id]
 	if c == nil {
@@ -149,15 +151,24 @@ func (s *Source) summary(id string) *cached {
 		s.runs[id] = c
 	}
 	fi, err := os.Stat(s.Store.StatePath(id))
-	if err == nil && c.sum != nil && fi.ModTime().Equal(c.mod) && fi.Size() == c.size {
+	if err == nil && c.sum != nil && fi.ModTime().Equal(c.mod) && fi.Size() == c.size && inode(fi) == c.ino {
 		return c
 	}
 	c.sum, c.sumErr = s.Store.Summary(id)
 	c.st = nil
 	if err == nil {
-		c.mod, c.size = fi.ModTime(), fi.Size()
+		c.mod, c.size, c.ino = fi.ModTime(), fi.Size(), inode(fi)
 	}
 	return c
+}
+
+// inode is the file's inode number: state.json is replaced by a rename,
+// so a new write is a new file even within the clock's resolution.
+func inode(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Ino)
+	}
+	return 0
 }
 
 // forget drops what only a live run needs.
