@@ -24,6 +24,7 @@ var allowedImports = map[string][]string{
 	"guard":          {"worker", "stopreasons"},
 	"state":          {"worker", "stopreasons"},
 	"stopconditions": {"stopreasons"},
+	"watch":          {"doctor", "state", "stopconditions", "stopreasons"},
 	"worker":         {},
 	"stopreasons":    {},
 }
