@@ -14,6 +14,7 @@ import (
 	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/supervisor"
 )
 
 // defaultPruneAge is how long a stopped run is kept by default.
@@ -201,6 +202,7 @@ func pruneRun(opts *PruneOptions) error {
 		case it.Removed:
 			r.Action = "removed"
 			removed++
+			supervisor.RemoveRunTemps(it.RunID)
 		default:
 			r.Action, r.Reason = "kept", it.Kept
 			kept++

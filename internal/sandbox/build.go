@@ -45,8 +45,14 @@ func DenyDirs(workTree string, patterns []string) []string {
 // sandbox.writable that cannot be used.
 var ErrWritable = errors.New("sandbox.writable")
 
+// ErrStatePath is wrapped by MakePlan's error when a state dir or file of
+// the agent CLI cannot be granted: the environment, not the config, is
+// wrong.
+var ErrStatePath = errors.New("sandbox")
+
 // ResolveWritable turns sandbox.writable entries as written (absolute,
-// ~/..., or relative to the repository root) into absolute paths.
+// ~/..., or relative to the work tree: the checkout, or the run's worktree
+// with --worktree) into absolute paths.
 func ResolveWritable(entries []string, repo, home string) ([]string, error) {
 	var out []string
 	for _, e := range entries {

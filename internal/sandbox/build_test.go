@@ -97,8 +97,14 @@ func TestMakePlanRefusesWritableGitDirs(t *testing.T) {
 			require.ErrorIs(t, err, ErrWritable, "%s: %s", tc.name, w)
 			assert.ErrorContains(t, err, "git directory", "%s: %s", tc.name, w)
 		}
+		// An agent CLI's state dir from its own variable (CLAUDE_CONFIG_DIR=~).
+		for _, st := range []string{base, filepath.Join(repo, ".git", "claude")} {
+			_, _, err := MakePlan(context.Background(), Input{Mode: ModeOn, WorkTree: tc.workTree, Worktree: tc.worktree, Repo: repo, Home: base, Helper: mustExe(t), State: []string{st}})
+			require.ErrorIs(t, err, ErrStatePath, "%s: %s", tc.name, st)
+			assert.ErrorContains(t, err, "git directory", "%s: %s", tc.name, st)
+		}
 		plan, _, err := MakePlan(context.Background(), Input{Mode: ModeOn, WorkTree: tc.workTree, Worktree: tc.worktree, Repo: repo, Home: base, Helper: mustExe(t),
-			Writable: []string{"~/.cache", filepath.Join(base, "src", "other")}})
+			Writable: []string{"~/.cache", filepath.Join(base, "src", "other")}, State: []string{filepath.Join(base, ".claude")}})
 		assert.NoError(t, err, tc.name)
 		assert.True(t, plan.Confine, tc.name)
 	}

@@ -77,12 +77,21 @@ func MakePlan(ctx context.Context, in Input) (Plan, Policy, error) {
 	if plan.Refusal != "" || !plan.Confine {
 		return plan, Policy{}, nil
 	}
-	extra, err := ResolveWritable(in.Writable, in.Repo, in.Home)
+	// Relative entries name paths of the work tree the agent works in,
+	// which in a --worktree run is not the user's checkout.
+	extra, err := ResolveWritable(in.Writable, in.WorkTree, in.Home)
 	if err != nil {
 		return plan, Policy{}, err
 	}
-	if err := holdsNoGitDir(in, extra); err != nil {
-		return plan, Policy{}, err
+	if i, g, found := holdsGitDir(in, extra); found {
+		return plan, Policy{}, fmt.Errorf("%w %q: it holds or lies in the git directory %s, which the sandbox keeps read-only (hooks, config); name the directories the agent needs instead",
+			ErrWritable, in.Writable[i], g)
+	}
+	// The agent CLI's state dirs may come from its own variables
+	// (CLAUDE_CONFIG_DIR=~): they may not hand out the git dirs either.
+	if i, g, found := holdsGitDir(in, in.State); found {
+		return plan, Policy{}, fmt.Errorf("%w: the agent's state path %s holds or lies in the git directory %s, which the sandbox keeps read-only (hooks, config); point the agent CLI's config directory variable elsewhere",
+			ErrStatePath, in.State[i], g)
 	}
 	p, err := Build(plan.Decision, Layout{WorkTree: in.WorkTree, DenyDirs: deny, TempDir: in.TempDir, Extra: append(extra, in.State...)})
 	if err != nil {
@@ -93,28 +102,27 @@ func MakePlan(ctx context.Context, in Input) (Plan, Policy, error) {
 	return plan, p, nil
 }
 
-// holdsNoGitDir refuses a sandbox.writable entry (resolved, in the order
-// of in.Writable) that holds the git directory of the repository or of the
-// work tree (the repository itself, the directory of all your projects),
-// or lies inside one: it would grant the agent the hooks and config the
-// sandbox keeps read-only.
-func holdsNoGitDir(in Input, extra []string) error {
+// holdsGitDir finds the first of paths (resolved) that holds the git
+// directory of the repository or of the work tree (the repository itself,
+// the directory of all your projects), or lies inside one: granted, it
+// would hand the agent the hooks and config the sandbox keeps read-only.
+// It returns the path's index and the git directory.
+func holdsGitDir(in Input, paths []string) (int, string, bool) {
 	var gitDirs []string
 	for _, root := range []string{in.Repo, in.WorkTree} {
 		if root != "" {
 			gitDirs = append(gitDirs, realPath(filepath.Join(root, ".git")))
 		}
 	}
-	for i, e := range extra {
+	for i, e := range paths {
 		re := realPath(e)
 		for _, g := range gitDirs {
 			if re == g || beneathAny(g, []string{re}) || beneathAny(re, []string{g}) {
-				return fmt.Errorf("%w %q: it holds or lies in the git directory %s, which the sandbox keeps read-only (hooks, config); name the directories the agent needs instead",
-					ErrWritable, in.Writable[i], g)
+				return i, g, true
 			}
 		}
 	}
-	return nil
+	return 0, "", false
 }
 
 // realPath is p with its symbolic links resolved, or as written when it

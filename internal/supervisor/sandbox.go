@@ -55,6 +55,9 @@ func (s *Supervisor) planSandbox(ctx context.Context, tmp string) (sandbox.Plan,
 		in.State = append(in.State, f.Path)
 	}
 	plan, p, err := sandbox.MakePlan(ctx, in)
+	if errors.Is(err, sandbox.ErrStatePath) {
+		return plan, p, &stop{Stop: stopreasons.Stop{Code: stopreasons.EnvironmentInvalid, Condition: "sandbox.mode", Message: err.Error()}}
+	}
 	if err != nil && !errors.Is(err, sandbox.ErrWritable) {
 		return plan, p, internalStop(err)
 	}
@@ -145,16 +148,43 @@ func (s *Supervisor) sandboxTemp() (string, error) {
 		}
 	}
 	// What a killed invocation of the run left behind goes first.
-	if old, err := filepath.Glob(filepath.Join(base, "runr-"+s.st.RunID+"-*")); err == nil {
-		for _, d := range old {
-			_ = os.RemoveAll(d)
-		}
+	for _, d := range runTemps(base, s.st.RunID) {
+		_ = os.RemoveAll(d)
 	}
 	dir, err := os.MkdirTemp(base, "runr-"+s.st.RunID+"-")
 	if err != nil {
 		return "", fmt.Errorf("sandbox: create the run's temporary directory: %w", err)
 	}
 	return dir, nil
+}
+
+// runTemps lists the temporary directories of run id under base: runr-ID-
+// and the digits os.MkdirTemp adds, and nothing else, so that run "a"
+// never takes run "a-b"'s directory for its own.
+func runTemps(base, id string) []string {
+	prefix := "runr-" + id + "-"
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return nil
+	}
+	var dirs []string
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if ok && e.IsDir() && rest != "" && strings.Trim(rest, "0123456789") == "" {
+			dirs = append(dirs, filepath.Join(base, e.Name()))
+		}
+	}
+	return dirs
+}
+
+// RemoveRunTemps removes the sandbox's temporary directories of run id
+// that a killed runr left behind (runr prune, for a run it removes).
+func RemoveRunTemps(id string) {
+	for _, base := range []string{os.TempDir(), "/tmp"} {
+		for _, d := range runTemps(base, id) {
+			_ = os.RemoveAll(d)
+		}
+	}
 }
 
 // dropSandbox removes the run's temporary directory.
