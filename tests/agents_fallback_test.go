@@ -76,7 +76,8 @@ type fallbackRun struct {
 	stdout, stderr string
 	dir            string // the run dir
 	st             *state.State
-	calls          []string // the program of each agent call, by name
+	calls          []string   // the program of each agent call, by name
+	argv           [][]string // the argv of each agent call
 }
 
 // runFallback runs runr with args in repo, the fake CLIs of fakes first on
@@ -114,6 +115,7 @@ func runFallback(t *testing.T, repo, fakes, argsFile string, env []string, args 
 			var argv []string
 			require.NoError(t, json.Unmarshal(line, &argv))
 			r.calls = append(r.calls, filepath.Base(argv[0]))
+			r.argv = append(r.argv, argv)
 		}
 	}
 	return r
@@ -154,6 +156,7 @@ func TestFallbackOnDistantUsageLimitCompletes(t *testing.T) {
 		"FAKEAGENT_REPLAY=" + usageLimitRecording(t, resetAt), "FAKEAGENT_EXIT=1",
 		"FAKEAGENT_REPLAY_2=" + codexRecording(t, "success"), "FAKEAGENT_EXIT_2=0",
 		`RUNR_AGENT_FALLBACK=[{"kind": "codex", "model": "gpt-test"}]`,
+		"RUNR_AGENT_CONTINUE_SESSION=true",
 	}
 	argsFile := filepath.Join(t.TempDir(), "argv.jsonl")
 	r := runFallback(t, repo, fakeCLIs(t, "claude", "codex"), argsFile, env, "run", "--agent", "claude", "--prompt", "write hello.txt")
@@ -161,6 +164,10 @@ func TestFallbackOnDistantUsageLimitCompletes(t *testing.T) {
 	assert.Equal(t, "complete", string(r.st.StopReason.Code))
 
 	assert.Equal(t, []string{"claude", "codex"}, r.calls, "one call each, in order")
+	// claude's session is not handed to codex.
+	assert.NotContains(t, r.argv[1], "resume")
+	assert.NotContains(t, strings.Join(r.argv[1], " "), "c2203fd3-e8e3-4221-8740-08988284357b")
+	assert.Equal(t, "gpt-test", argAfter(r.argv[1], "--model"), "the fallback's model is asked for")
 	assert.Equal(t, []string{"switched claude", "approved codex"}, r.attemptAgents(t))
 	assert.Equal(t, "gpt-test", r.st.Milestones[0].Attempts[1].Agent.Model)
 	// The limit was the agent's, not the work's: no retry, no failure.
