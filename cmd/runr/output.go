@@ -437,9 +437,11 @@ func runSummary(store *state.Store, st *state.State) map[string]any {
 		out["worktree"] = st.Worktree
 		out["branch"] = st.Branch
 	}
-	if used := st.AgentsUsed(); len(used) > 0 {
-		out["agents"] = used
+	used := st.AgentsUsed()
+	if used == nil {
+		used = []state.AgentRef{}
 	}
+	out["agents"] = used
 	if len(st.AgentSwitches) > 0 {
 		out["agent_switches"] = st.AgentSwitches
 	}
