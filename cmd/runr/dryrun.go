@@ -61,6 +61,15 @@ func dryRunJSON(plan *supervisor.Plan, cfg *config.Config, flags state.Flags, re
 	agent["program"] = plan.Agent.Program
 	agent["path"] = plan.Agent.Path
 	agent["version"] = plan.Agent.Version
+	if plan.Agent.Model != "" {
+		agent["model"] = plan.Agent.Model
+	}
+	if len(plan.Fallback) > 0 {
+		agent["fallback_found"] = plan.Fallback
+	}
+	if plan.Switched != "" {
+		agent["switched"] = plan.Switched
+	}
 	task := ""
 	if taskFile != "" {
 		task = filepath.Join(repo, taskFile)
@@ -138,6 +147,25 @@ func printDryRun(ios *IOStreams, plan *supervisor.Plan, cfg *config.Config, flag
 		fmt.Fprintf(w, "  %-11s %d. %s\n", "", i+1, stopreasons.VisibleLine(g))
 	}
 	row("agent", "%s", agentLine(plan.Agent, cfg))
+	if plan.Switched != "" {
+		row("", "%s", stopreasons.VisibleLine(plan.Switched))
+	}
+	for i, f := range plan.Fallback {
+		key := ""
+		if i == 0 {
+			key = "fallback"
+		}
+		line := f.Kind
+		if f.Model != "" {
+			line += " · model " + f.Model
+		}
+		if f.Problem != "" {
+			line += " · cannot be used now: " + f.Problem
+		} else if f.Path != "" {
+			line += " · " + shownPath(f.Path)
+		}
+		row(key, "%d. %s", i+1, stopreasons.VisibleLine(line))
+	}
 	if flags.Worktree {
 		row("work in", "a new worktree %s on branch runr/<run id>", shownPath(plan.Dir))
 	} else {
@@ -271,8 +299,8 @@ func agentLine(a supervisor.PlanAgent, cfg *config.Config) string {
 	if a.Version != "" {
 		s += " · " + stopreasons.VisibleLine(a.Version)
 	}
-	if cfg.Agent.Model != "" {
-		s += " · model " + stopreasons.VisibleLine(cfg.Agent.Model)
+	if a.Model != "" {
+		s += " · model " + stopreasons.VisibleLine(a.Model)
 	}
 	return s + fmt.Sprintf(" · timeout %s · idle timeout %s", config.FormatDuration(cfg.Agent.Timeout), config.FormatDuration(cfg.Agent.IdleTimeout))
 }

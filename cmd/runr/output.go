@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -365,6 +366,7 @@ func printSummary(io *IOStreams, store *state.Store, st *state.State, cfg *confi
 	if st.Branch != "" {
 		fmt.Fprintf(w, "  worktree %s (branch %s)\n", shownPath(st.Worktree), stopreasons.VisibleLine(st.Branch))
 	}
+	printSwitches(w, st)
 	if err == nil {
 		for _, a := range rep.NextActions {
 			fmt.Fprintf(w, "  $ %s\n", stopreasons.VisibleLine(a))
@@ -435,9 +437,29 @@ func runSummary(store *state.Store, st *state.State) map[string]any {
 		out["worktree"] = st.Worktree
 		out["branch"] = st.Branch
 	}
+	used := st.AgentsUsed()
+	if used == nil {
+		used = []state.AgentRef{}
+	}
+	out["agents"] = used
+	if len(st.AgentSwitches) > 0 {
+		out["agent_switches"] = st.AgentSwitches
+	}
 	if rep, err := doctor.Diagnose(st, store.RunDir(st.RunID)); err == nil {
 		out["diagnosis"] = rep.Diagnosis
 		out["next_actions"] = nonNil(rep.NextActions)
 	}
 	return out
+}
+
+// printSwitches lists the run's switches to a fallback agent, one a line:
+// "agent    switched from claude to codex at tick 3: rate limited until ...".
+func printSwitches(w io.Writer, st *state.State) {
+	for i, sw := range st.AgentSwitches {
+		key := ""
+		if i == 0 {
+			key = "agent"
+		}
+		fmt.Fprintf(w, "  %-8s %s\n", key, stopreasons.VisibleLine(sw.String()))
+	}
 }

@@ -301,6 +301,7 @@ func statusOne(opts *StatusOptions, store *state.Store) error {
 	if st.Usage.CostUSD > 0 || st.Usage.InputTokens > 0 {
 		fmt.Fprintf(w, "  usage    $%.2f · %d input / %d output tokens\n", st.Usage.CostUSD, st.Usage.InputTokens, st.Usage.OutputTokens)
 	}
+	printSwitches(w, st)
 	fmt.Fprintf(w, "\nMilestones (%d/%d approved):\n", v.Approved, v.Milestones)
 	for i, m := range st.Milestones {
 		marker := " "

@@ -55,7 +55,25 @@ type Agent struct {
 	CompletionPromise string
 	ContinueSession   bool
 	Price             Price
+	// Fallback are the agents to switch to, in order, when the current one
+	// hits a rate or usage limit that resets beyond resume.max_wait, or its
+	// program is missing.
+	Fallback []FallbackAgent
 }
+
+// FallbackAgent is one entry of agent.fallback. The other agent.* settings
+// (timeouts, permission_mode, completion_promise) are shared; agent.price
+// applies to the primary agent only, a fallback's calls are priced from
+// runr's table for its model.
+type FallbackAgent struct {
+	Kind    string   `json:"kind"`
+	Model   string   `json:"model,omitempty"`
+	Args    []string `json:"args,omitempty"`
+	Command []string `json:"command,omitempty"` // kind command: its argv
+}
+
+// FallbackFields are the keys an entry of agent.fallback may hold.
+var FallbackFields = []string{"kind", "model", "args", "command"}
 
 // Price is agent.price: USD per million tokens, to estimate the cost of
 // agents whose CLI reports none.

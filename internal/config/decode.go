@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/go-viper/mapstructure/v2"
@@ -54,6 +55,7 @@ func decode(values map[string]any, sources map[string]source, agentKinds []strin
 			onSetting(choices(agentKinds)),
 			onSetting(texts),
 			onSetting(conditions),
+			onSetting(fallbacks(agentKinds)),
 		),
 		// Every key has its field; a key without one is a bug here.
 		ErrorUnused: true,
@@ -116,6 +118,8 @@ func envList(s *setting) (any, error) {
 		example = `[{"type": "all_tests_pass"}]`
 	case kindDurations:
 		example = `["30s", "2m", "5m"]`
+	case kindFallback:
+		example = `[{"kind": "codex", "model": "gpt-5-codex"}]`
 	}
 	dec := json.NewDecoder(strings.NewReader(raw))
 	dec.UseNumber()
@@ -235,4 +239,99 @@ func conditions(s *setting) (any, error) {
 		conds = []stopconditions.Condition{}
 	}
 	return s.done(conds, items, nil)
+}
+
+// fallbacks decodes agent.fallback: a list of agents, each a mapping of
+// kind (one of the kinds the caller knows), model, args and, for kind
+// command, its command. Raw keeps each entry with the fields it set.
+func fallbacks(agentKinds []string) func(*setting) (any, error) {
+	return func(s *setting) (any, error) {
+		if s.kind != kindFallback {
+			return s, nil
+		}
+		items, ok := listOf(s.value)
+		if !ok {
+			return s.done(nil, nil, s.src.invalid(s.value, "not a list of agents (write e.g. [{kind: codex, model: gpt-5-codex}])"))
+		}
+		out := make([]FallbackAgent, 0, len(items))
+		raw := make([]any, 0, len(items))
+		for i, item := range items {
+			f, err := fallbackAgent(s.src.item(i), normalize(item), agentKinds)
+			if err != nil {
+				return s.done(nil, nil, err)
+			}
+			out = append(out, f)
+			r := map[string]any{"kind": f.Kind}
+			if f.Model != "" {
+				r["model"] = f.Model
+			}
+			if len(f.Args) > 0 {
+				r["args"] = f.Args
+			}
+			if len(f.Command) > 0 {
+				r["command"] = f.Command
+			}
+			raw = append(raw, r)
+		}
+		return s.done(out, raw, nil)
+	}
+}
+
+// fallbackAgent decodes one entry of agent.fallback; src names the entry
+// ("agent.fallback[1]").
+func fallbackAgent(src source, v any, agentKinds []string) (FallbackAgent, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return FallbackAgent{}, src.invalid(v, "not a mapping with kind and model (write e.g. {kind: codex, model: gpt-5-codex})")
+	}
+	field := func(name string) source {
+		f := src
+		f.key += "." + name
+		return f
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !slices.Contains(FallbackFields, k) {
+			problem := "not a field of an entry (an entry takes " + strings.Join(FallbackFields, ", ") + ")"
+			if near := Closest(k, FallbackFields, 1); len(near) > 0 {
+				problem += "; did you mean " + near[0] + "?"
+			}
+			return FallbackAgent{}, field(k).invalid(k, problem)
+		}
+	}
+	var f FallbackAgent
+	kind, present := m["kind"]
+	if !present {
+		return f, src.invalid(v, "missing its kind (write e.g. {kind: codex, model: gpt-5-codex})")
+	}
+	var err error
+	if f.Kind, err = parseChoice(field("kind"), kind, agentKinds); err != nil {
+		return f, err
+	}
+	if model, ok := m["model"]; ok && model != nil {
+		if f.Model, err = parseString(field("model"), model); err != nil {
+			return f, err
+		}
+	}
+	if args, ok := m["args"]; ok && args != nil {
+		if f.Args, err = parseStrings(field("args"), args); err != nil {
+			return f, err
+		}
+	}
+	if cmd, ok := m["command"]; ok && cmd != nil {
+		if f.Command, err = parseStrings(field("command"), cmd); err != nil {
+			return f, err
+		}
+	}
+	switch {
+	case f.Kind == "command" && len(f.Command) == 0:
+		return f, src.invalid(v, "kind command without its command (write e.g. {kind: command, command: [my-agent, --prompt, \"{prompt}\"]})")
+	case f.Kind != "command" && len(f.Command) > 0:
+		return f, field("command").invalid(f.Command, "only for kind command (an adapter's extra arguments go in args)")
+	}
+	return f, nil
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -206,6 +207,11 @@ func (set *fileSettings) walk(node *yaml.Node, prefix string) error {
 			if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
 				continue // `key:` with nothing keeps the default
 			}
+			if keyIndex[name].kind == kindFallback {
+				if err := set.checkFallback(v, name); err != nil {
+					return err
+				}
+			}
 			var value any
 			if err := v.Decode(&value); err != nil {
 				return stopreasons.Errorf(stopreasons.ConfigInvalid, "%s:%d: %s: %v", set.shown, v.Line, name, err)
@@ -224,6 +230,34 @@ func (set *fileSettings) walk(node *yaml.Node, prefix string) error {
 			}
 		default:
 			return set.unknown(k, name, "")
+		}
+	}
+	return nil
+}
+
+// checkFallback refuses, with its line, an entry of agent.fallback that is
+// not a mapping or holds a key an entry does not take: the values are
+// checked later with the other keys, where lines are no longer known.
+func (set *fileSettings) checkFallback(v *yaml.Node, name string) error {
+	if v.Kind != yaml.SequenceNode {
+		return stopreasons.Errorf(stopreasons.ConfigInvalid,
+			"%s:%d: %s must be a list of agents (write e.g. [{kind: codex, model: gpt-5-codex}])", set.shown, v.Line, name)
+	}
+	for i, e := range v.Content {
+		entry := fmt.Sprintf("%s[%d]", name, i)
+		if e.Kind != yaml.MappingNode {
+			return stopreasons.Errorf(stopreasons.ConfigInvalid,
+				"%s:%d: %s must be a mapping with kind and model (write e.g. {kind: codex, model: gpt-5-codex})", set.shown, e.Line, entry)
+		}
+		for j := 0; j+1 < len(e.Content); j += 2 {
+			k := e.Content[j]
+			if !slices.Contains(FallbackFields, k.Value) {
+				hint := "an entry takes " + strings.Join(FallbackFields, ", ")
+				if near := Closest(k.Value, FallbackFields, 1); len(near) > 0 {
+					hint = "did you mean " + near[0] + "?"
+				}
+				return stopreasons.Errorf(stopreasons.ConfigInvalid, "%s:%d: unknown key %s.%s (%s)", set.shown, k.Line, entry, k.Value, hint)
+			}
 		}
 	}
 	return nil

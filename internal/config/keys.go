@@ -29,12 +29,13 @@ const (
 	kindNotifyOn     // a list of stop, failure, success, milestone
 	kindEnvVarName   // "" or the name of an environment variable
 	kindSandboxMode  // off, auto or on
+	kindFallback     // a list of agents to switch to (agent.fallback)
 )
 
 // isList reports whether an environment variable for the kind holds a JSON array.
 func (k kind) isList() bool {
 	switch k {
-	case kindStrings, kindGlobs, kindDurations, kindConditions, kindNotifyOn:
+	case kindStrings, kindGlobs, kindDurations, kindConditions, kindNotifyOn, kindFallback:
 		return true
 	}
 	return false
@@ -76,6 +77,7 @@ var keyDefs = func() []keyDef {
 		{"agent.continue_session", kindBool, false},
 		{"agent.price.input_per_mtok", kindAmount, 0.0},
 		{"agent.price.output_per_mtok", kindAmount, 0.0},
+		{"agent.fallback", kindFallback, []any{}},
 		{"task", kindString, ""},
 		{"verify.commands", kindStrings, []string{}},
 		{"verify.timeout", kindDuration, "10m"},

@@ -84,6 +84,10 @@ type Evidence struct {
 	MaxIterations int              `json:"max_iterations"`
 	Statistics    state.Statistics `json:"statistics"`
 	Timeline      TimelineSummary  `json:"timeline"`
+	// Agents are the agents that made the run's calls, in order of first
+	// use; AgentSwitches the run's switches to a fallback agent.
+	Agents        []state.AgentRef    `json:"agents,omitempty"`
+	AgentSwitches []state.AgentSwitch `json:"agent_switches,omitempty"`
 }
 
 // FailureEvidence is the last failing command and the end of its output.
@@ -543,6 +547,8 @@ func gatherEvidence(st *state.State, runDir string, r *Report) Evidence {
 		Iteration:     st.Iteration,
 		MaxIterations: st.Budget.MaxIterations,
 		Statistics:    st.Statistics,
+		Agents:        st.AgentsUsed(),
+		AgentSwitches: st.AgentSwitches,
 	}
 	if ev.Counters.Edges == nil {
 		ev.Counters.Edges = map[string]int{}

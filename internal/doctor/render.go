@@ -49,6 +49,23 @@ func (r *Report) printable() *Report {
 	c.Evidence.Files = visibleLines(r.Evidence.Files)
 	c.Evidence.ResetAt = line(r.Evidence.ResetAt)
 	c.Evidence.Timeline.LastType = line(r.Evidence.Timeline.LastType)
+	c.Evidence.Agents = make([]state.AgentRef, len(r.Evidence.Agents))
+	for i, a := range r.Evidence.Agents {
+		c.Evidence.Agents[i] = state.AgentRef{Kind: line(a.Kind), Model: line(a.Model)}
+	}
+	if r.Evidence.Agents == nil {
+		c.Evidence.Agents = nil
+	}
+	c.Evidence.AgentSwitches = make([]state.AgentSwitch, len(r.Evidence.AgentSwitches))
+	for i, sw := range r.Evidence.AgentSwitches {
+		sw.From = state.AgentRef{Kind: line(sw.From.Kind), Model: line(sw.From.Model)}
+		sw.To = state.AgentRef{Kind: line(sw.To.Kind), Model: line(sw.To.Model)}
+		sw.Reason, sw.ResetAt, sw.Message = line(sw.Reason), line(sw.ResetAt), line(sw.Message)
+		c.Evidence.AgentSwitches[i] = sw
+	}
+	if r.Evidence.AgentSwitches == nil {
+		c.Evidence.AgentSwitches = nil
+	}
 	c.Conditions = make([]state.ConditionProg, len(r.Conditions))
 	for i, cp := range r.Conditions {
 		cp.Name, cp.Message = line(cp.Name), line(cp.Message)
@@ -212,6 +229,16 @@ func (r *Report) writeEvidence(line func(string, ...any), p palette) {
 	}
 	if ev.ResetAt != "" {
 		line("  Limit resets at: %s", ev.ResetAt)
+	}
+	if len(ev.AgentSwitches) > 0 {
+		used := make([]string, len(ev.Agents))
+		for i, a := range ev.Agents {
+			used[i] = a.String()
+		}
+		line("  Agents: %s", joinNonEmpty(", ", used...))
+		for _, sw := range ev.AgentSwitches {
+			line("    %s", sw.String())
+		}
 	}
 	c := ev.Counters
 	line("  Counters: consecutive_fails %d, same_error %d, noop %d, no_progress %d, attempts %d",

@@ -24,7 +24,7 @@ const (
 // Finished reports whether the attempt has an outcome that counts: one
 // that is neither open nor stopped.
 func (a Attempt) Finished() bool {
-	return a.Outcome != "" && a.Outcome != OutcomeStopped
+	return a.Outcome != "" && a.Outcome != OutcomeStopped && a.Outcome != OutcomeSwitched
 }
 
 // Judged reports whether the attempt was judged by a check or a review:

@@ -2,6 +2,8 @@ package state
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/runr-dev/runr/internal/stopreasons"
@@ -37,6 +39,11 @@ const (
 	OutcomeFailed     = "failed"
 	OutcomeRejected   = "rejected"
 	OutcomeStopped    = "stopped" // the attempt ended with a stop (timeout, signal, blocked...)
+	// OutcomeSwitched: the agent's limit or missing program ended the call
+	// and the run switched to a fallback agent; like a stopped attempt it
+	// counts for no retry, rate or breaker: it was the agent's limit, not
+	// the work's.
+	OutcomeSwitched = "switched"
 )
 
 // State is state.json: everything runr knows about one run.
@@ -80,14 +87,20 @@ type State struct {
 	StartFiles         []string          `json:"start_files,omitempty"`       // paths watched by file_created that existed at start
 	Verify             []CheckResult     `json:"verify,omitempty"`            // the last verify, one per command
 	AgentProcess       *Process          `json:"agent_process,omitempty"`     // the process running now, if any
-	Usage              Usage             `json:"usage"`
-	Resumable          bool              `json:"resumable"`
-	ResumeFrom         *ResumeFrom       `json:"resume_from,omitempty"`
-	AutoResume         AutoResume        `json:"auto_resume"`
-	Fingerprint        Fingerprint       `json:"fingerprint"`
-	Flags              Flags             `json:"flags"`
-	StopRequested      bool              `json:"stop_requested,omitempty"`
-	Extra              map[string]any    `json:"extra,omitempty"`
+	// AgentIndex is the agent the run calls now: 0 is agent.kind, n is
+	// agent.fallback[n-1]. A resume goes on with it.
+	AgentIndex int `json:"agent_index,omitempty"`
+	// AgentSwitches are the run's switches to a fallback agent, oldest
+	// first (at most one per entry of agent.fallback).
+	AgentSwitches []AgentSwitch  `json:"agent_switches,omitempty"`
+	Usage         Usage          `json:"usage"`
+	Resumable     bool           `json:"resumable"`
+	ResumeFrom    *ResumeFrom    `json:"resume_from,omitempty"`
+	AutoResume    AutoResume     `json:"auto_resume"`
+	Fingerprint   Fingerprint    `json:"fingerprint"`
+	Flags         Flags          `json:"flags"`
+	StopRequested bool           `json:"stop_requested,omitempty"`
+	Extra         map[string]any `json:"extra,omitempty"`
 }
 
 // Task is what the run works on. Its whole text is kept once, in the run
@@ -163,11 +176,93 @@ type Attempt struct {
 	ExitCode       int     `json:"exit_code"`
 	CostUSD        float64 `json:"cost_usd"`
 	Log            string  `json:"log,omitempty"` // relative to the run dir
+	// Agent is the agent that made the attempt's call; nil in files
+	// written before attempts recorded it.
+	Agent *AgentRef `json:"agent,omitempty"`
 	// Progress: the attempt changed the tree or turned a failing check into
 	// a passing one, so far (no_progress). Kept here, not in memory, so
 	// that a verify after a resume still knows the agent's call changed
 	// files.
 	Progress bool `json:"progress,omitempty"`
+}
+
+// AgentRef names an agent: its kind and the model asked for ("" for the
+// CLI's default).
+type AgentRef struct {
+	Kind  string `json:"kind"`
+	Model string `json:"model,omitempty"`
+}
+
+// String is "claude" or "codex (gpt-5-codex)".
+func (a AgentRef) String() string {
+	if a.Model == "" {
+		return a.Kind
+	}
+	return a.Kind + " (" + a.Model + ")"
+}
+
+// Reasons for an agent switch.
+const (
+	SwitchRateLimited = "rate_limited" // a rate or usage limit that resets beyond resume.max_wait
+	SwitchNotFound    = "not_found"    // the agent's program is missing
+)
+
+// AgentSwitch is one switch of the run to a fallback agent.
+type AgentSwitch struct {
+	Tick    int       `json:"tick"`
+	At      time.Time `json:"at"`
+	From    AgentRef  `json:"from"`
+	To      AgentRef  `json:"to"`
+	ToIndex int       `json:"to_index"` // the run's agent_index after the switch
+	Reason  string    `json:"reason"`   // SwitchRateLimited or SwitchNotFound
+	// ResetAt is when the limit resets (RFC 3339), when the agent said.
+	ResetAt string `json:"reset_at,omitempty"`
+	// Message says why, in words: "rate limited until 01:21, beyond resume.max_wait 6h".
+	Message string `json:"message"`
+}
+
+// String says what the switch was, in a line: "switched from claude to
+// codex (gpt-5-codex) at tick 3: rate limited until ..., beyond
+// resume.max_wait 6h".
+func (sw AgentSwitch) String() string {
+	when := fmt.Sprintf("at tick %d", sw.Tick)
+	if sw.Tick == 0 {
+		when = "before the first call"
+	}
+	return fmt.Sprintf("switched from %s to %s %s: %s", sw.From, sw.To, when, sw.Message)
+}
+
+// AgentsUsed are the agents that made the run's calls, in the order they
+// were first used: the attempts' agents, and the agent that hit its limit
+// at each switch (a milestone's attempts beyond its last ones are listed
+// only in the timeline; a switch is always in state.json). An agent whose
+// program was missing made no call and is not listed.
+func (st *State) AgentsUsed() []AgentRef {
+	type use struct {
+		tick int
+		ref  AgentRef
+	}
+	var uses []use
+	for _, sw := range st.AgentSwitches {
+		if sw.Reason == SwitchRateLimited {
+			uses = append(uses, use{sw.Tick, sw.From})
+		}
+	}
+	for _, m := range st.Milestones {
+		for _, a := range m.Attempts {
+			if a.Agent != nil {
+				uses = append(uses, use{a.Tick, *a.Agent})
+			}
+		}
+	}
+	slices.SortStableFunc(uses, func(x, y use) int { return x.tick - y.tick })
+	var out []AgentRef
+	for _, u := range uses {
+		if u.ref.Kind != "" && !slices.Contains(out, u.ref) {
+			out = append(out, u.ref)
+		}
+	}
+	return out
 }
 
 // EarlierAttempts sums up the attempts of a milestone that state.json no

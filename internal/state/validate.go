@@ -49,6 +49,7 @@ func (st *State) impossible() string {
 	counts := []count{
 		{"tick", int64(st.Tick)},
 		{"iteration", int64(st.Iteration)},
+		{"agent_index", int64(st.AgentIndex)},
 		{"elapsed_ms", st.ElapsedMS},
 		{"last_progress_tick", int64(st.LastProgressTick)},
 		{"budget.time_ms", st.Budget.TimeMS},

@@ -217,14 +217,15 @@ func (s *Supervisor) implement(ctx context.Context) result {
 	}
 	spec.Argv = append([]string{s.program}, spec.Argv[1:]...)
 	s.confine(&spec)
-	attempt := state.Attempt{Tick: st.Tick, Iteration: st.Iteration, Log: s.relLog(logPath)}
+	ref := s.agentRef()
+	attempt := state.Attempt{Tick: st.Tick, Iteration: st.Iteration, Log: s.relLog(logPath), Agent: &ref}
 	m.Attempts = append(m.Attempts, attempt)
 	res, err := s.runProcess(ctx, state.PhaseImplement, spec)
 	stopWatch()
 	if err != nil {
 		if errors.Is(err, worker.ErrNotFound) {
-			return result{Event: Event{Outcome: Fault, Code: stopreasons.WorkerNotFound},
-				stop: &stop{Stop: stopreasons.Stop{Condition: "agent.command", Message: err.Error(), Details: &stopreasons.StopDetails{Command: s.program}}}}
+			return s.fallbackOn(ctx, result{Event: Event{Outcome: Fault, Code: stopreasons.WorkerNotFound},
+				stop: &stop{Stop: stopreasons.Stop{Condition: "agent.command", Message: err.Error(), Details: &stopreasons.StopDetails{Command: s.program}}}}, time.Time{}, false)
 		}
 		return fault(err)
 	}
@@ -263,7 +264,8 @@ func (s *Supervisor) implement(ctx context.Context) result {
 	if stopped {
 		return r
 	}
-	return s.judgeAgent(ar, res)
+	noop := !s.currentAttempt().Progress
+	return s.fallbackOn(ctx, s.judgeAgent(ar, res), ar.ResetAt, noop)
 }
 
 // account adds the call's cost and tokens to the run's usage: what the
@@ -882,6 +884,12 @@ func (s *Supervisor) closeAttempt(outcome string, retry bool, signature, errText
 	if outcome == state.OutcomeStopped {
 		return
 	}
+	if outcome == state.OutcomeSwitched {
+		s.event("attempt", map[string]any{"milestone": st.MilestoneIndex + 1, "outcome": outcome, "attempt_tick": a.Tick,
+			"iteration": a.Iteration, "error": a.Error, "duration_ms": a.DurationMS, "exit_code": a.ExitCode, "cost_usd": a.CostUSD,
+			"log": a.Log, "agent": a.Agent})
+		return
+	}
 	m := s.milestone()
 	st.Counters.Attempts++
 	if outcome == state.OutcomeApproved {
@@ -908,7 +916,7 @@ func (s *Supervisor) closeAttempt(outcome string, retry bool, signature, errText
 	// The whole attempt: state.json lists only a milestone's last ones.
 	s.event("attempt", map[string]any{"milestone": st.MilestoneIndex + 1, "outcome": outcome, "signature": signature,
 		"attempt_tick": a.Tick, "iteration": a.Iteration, "error": a.Error, "duration_ms": a.DurationMS,
-		"exit_code": a.ExitCode, "cost_usd": a.CostUSD, "log": a.Log, "progress": a.Progress})
+		"exit_code": a.ExitCode, "cost_usd": a.CostUSD, "log": a.Log, "progress": a.Progress, "agent": a.Agent})
 }
 
 func appendLog(path, text string) {

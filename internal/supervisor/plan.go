@@ -16,6 +16,11 @@ import (
 type Plan struct {
 	Milestones []string // the goals, as parsed from the task
 	Agent      PlanAgent
+	// Fallback is the chain of agent.fallback after Agent, each as found
+	// now; Switched says why the run would start on a fallback agent
+	// ("" when it starts on agent.kind).
+	Fallback []PlanAgent
+	Switched string
 	// Dir is where the agent would work: the checkout, or in worktree mode
 	// the worktree a run creates (named for the run, so "<run id>" here).
 	Dir string
@@ -39,9 +44,13 @@ type Plan struct {
 // PlanAgent is the agent a run would call.
 type PlanAgent struct {
 	Kind    string `json:"kind"`
+	Model   string `json:"model,omitempty"`
 	Program string `json:"program,omitempty"` // as configured
 	Path    string `json:"path,omitempty"`    // as found on PATH
 	Version string `json:"version,omitempty"` // its answer to the version query; "" when it gave none
+	// Problem is why a fallback agent could not be used now ("" when it
+	// can): a run passes over it when it would switch.
+	Problem string `json:"problem,omitempty"`
 }
 
 // Check is one check of a dry run.
@@ -80,9 +89,13 @@ func DryRun(ctx context.Context, o Options) *Plan {
 	}
 	ok("scope", "every scope and lockfile glob is valid")
 
-	sp := s.prepareAgent()
+	sp := s.prepareAgentOrFallback(ctx)
+	p.Agent.Kind, p.Agent.Model = s.cfg.Agent.Kind, s.cfg.Agent.Model
 	if s.adapter != nil {
 		p.Agent.Program = s.adapter.Program(s.request(""))
+	}
+	if sw := s.st.AgentSwitches; len(sw) > 0 {
+		p.Switched = sw[len(sw)-1].String()
 	}
 	if sp != nil {
 		return fail("agent", sp)
@@ -93,7 +106,25 @@ func DryRun(ctx context.Context, o Options) *Plan {
 	if p.Agent.Version != "" {
 		detail += ", version " + p.Agent.Version
 	}
+	if p.Switched != "" {
+		detail += "; " + p.Switched
+	}
 	ok("agent", detail)
+
+	if n := len(s.cfg.Agent.Fallback); n > 0 {
+		chain, sp := s.checkFallbacks()
+		p.Fallback = chain
+		if sp != nil {
+			return fail("fallback agents", sp)
+		}
+		usable := 0
+		for _, f := range chain {
+			if f.Problem == "" {
+				usable++
+			}
+		}
+		ok("fallback agents", fmt.Sprintf("%d of %d left usable: %s", usable, len(chain), fallbackChain(chain)))
+	}
 
 	if !o.Flags.Worktree {
 		_, dirty, sp := s.checkDirty(ctx)
@@ -167,4 +198,22 @@ func sandboxSummary(p sandbox.Plan) string {
 		return fmt.Sprintf("%s: Landlock ABI %d alone (no namespace): the checkout's existing top-level entries writable, not its root", p.Mode, p.ABI)
 	}
 	return fmt.Sprintf("%s: Landlock ABI %d (the git directories lie outside the worktree)", p.Mode, p.ABI)
+}
+
+// fallbackChain says in a line which fallback agents a run could switch
+// to: "codex (gpt-5-codex) at /usr/bin/codex, gemini (not found)".
+func fallbackChain(chain []PlanAgent) string {
+	if len(chain) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(chain))
+	for i, f := range chain {
+		parts[i] = f.ref().String()
+		if f.Problem != "" {
+			parts[i] += " (cannot be used: " + f.Problem + ")"
+		} else if f.Path != "" {
+			parts[i] += " at " + f.Path
+		}
+	}
+	return strings.Join(parts, ", ")
 }

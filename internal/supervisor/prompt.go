@@ -71,7 +71,7 @@ func lastOutcomeFailed(m state.Milestone) bool {
 		switch m.Attempts[i].Outcome {
 		case state.OutcomeFailed, state.OutcomeRejected:
 			return true
-		case "", state.OutcomeStopped:
+		case "", state.OutcomeStopped, state.OutcomeSwitched:
 			continue
 		default:
 			return false

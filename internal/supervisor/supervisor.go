@@ -234,6 +234,10 @@ func (s *Supervisor) Continue(ctx context.Context, st *state.State) (*state.Stat
 	if st.Worktree != "" {
 		s.dir = st.Worktree
 	}
+	// A run that switched to a fallback agent goes on with it.
+	if st.AgentIndex > 0 {
+		s.useAgent(st.AgentIndex)
+	}
 	s.sessionID = st.Usage.AgentSessionID
 	if st.Tick == 0 {
 		// The run stopped before its first tick (in preflight, or a crash
@@ -256,7 +260,10 @@ func (s *Supervisor) Continue(ctx context.Context, st *state.State) (*state.Stat
 	if stop := s.checkScopeGlobs(); stop != nil {
 		return s.finish(stop)
 	}
-	if stop := s.prepareAgent(); stop != nil {
+	if stop := s.prepareAgentOrFallback(ctx); stop != nil {
+		return s.finish(stop)
+	}
+	if _, stop := s.checkFallbacks(); stop != nil {
 		return s.finish(stop)
 	}
 	if stop := s.checkPrograms(); stop != nil {
@@ -339,7 +346,10 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 	if stop := s.checkScopeGlobs(); stop != nil {
 		return stop
 	}
-	if stop := s.prepareAgent(); stop != nil {
+	if stop := s.prepareAgentOrFallback(ctx); stop != nil {
+		return stop
+	}
+	if _, stop := s.checkFallbacks(); stop != nil {
 		return stop
 	}
 	s.startAgentVersion(ctx)

@@ -52,6 +52,10 @@ const (
 	// Fault: the step could not be carried out (runr's own I/O, a program
 	// runr needs); Event.Code names the stop.
 	Fault
+	// AgentSwitched: the agent hit a limit that resets beyond
+	// resume.max_wait, or its program is missing, and the run switched to
+	// a fallback agent (agent.fallback) for the next call.
+	AgentSwitched
 )
 
 var outcomeNames = map[Outcome]string{
@@ -61,7 +65,7 @@ var outcomeNames = map[Outcome]string{
 	LockfileChanged: "lockfile changed", VerifyPassed: "verify passed", VerifyFailed: "verify failed",
 	VerifyTimedOut: "verify timed out", ReviewApproved: "review approved", ReviewChanges: "review requested changes",
 	ReviewRejected: "review rejected", ReviewFailed: "review failed", Checkpointed: "checkpointed", Finalized: "finalized",
-	Interrupted: "interrupted", Fault: "fault",
+	Interrupted: "interrupted", Fault: "fault", AgentSwitched: "agent switched",
 }
 
 func (o Outcome) String() string {
@@ -166,6 +170,10 @@ func Transition(phase Phase, ev Event, c Counters, r Rules) Step {
 		return Step{Milestone: state.MilestoneApproved, NextMilestone: true, Next: Implement}
 	case Finalized:
 		return Step{Stop: stopreasons.Complete, ResumeAt: Finalize}
+	case AgentSwitched:
+		// The agent's limit, not the work's: the attempt counts for no
+		// retry, and the next agent takes the same milestone.
+		return Step{Attempt: state.OutcomeSwitched, Next: Implement}
 	}
 	return stopStep(phase, ev)
 }

@@ -46,6 +46,14 @@ func TestTransitionOutcomeTable(t *testing.T) {
 		{"every milestone approved: complete", Finalize, Event{Outcome: Finalized}, Counters{}, verify,
 			Step{Stop: stopreasons.Complete, ResumeAt: Finalize}},
 
+		// the agent's limit resets beyond resume.max_wait, or its program
+		// is missing, and a fallback agent is left: switch, same milestone,
+		// no retry counted.
+		{"agent switched to a fallback: implement again", Implement, Event{Outcome: AgentSwitched}, Counters{Retries: 2}, verify,
+			Step{Attempt: state.OutcomeSwitched, Next: Implement}},
+		{"agent switched, skip mode at its last retry: no milestone failure", Implement, Event{Outcome: AgentSwitched}, Counters{Retries: 3}, skip,
+			Step{Attempt: state.OutcomeSwitched, Next: Implement}},
+
 		// no verify commands, succeeded without the signal: incomplete,
 		// another iteration, not a failure.
 		{"no verify, no completion signal: incomplete", Implement, Event{Outcome: AgentSucceeded}, Counters{}, bare,
