@@ -55,6 +55,9 @@ type Agent struct {
 	CompletionPromise string
 	ContinueSession   bool
 	Price             Price
+	// ResultGrace is how long an agent that printed its final result may
+	// take to exit before runr ends it; its result counts.
+	ResultGrace time.Duration
 }
 
 // Price is agent.price: USD per million tokens, to estimate the cost of

@@ -26,6 +26,7 @@ func TestEveryKeyReachesItsField(t *testing.T) {
   completion_promise: DONE
   continue_session: true
   price: {input_per_mtok: 3, output_per_mtok: 15.5}
+  result_grace: 3s
 task: TASK.md
 verify: {commands: [make test], timeout: 11m}
 review: {command: [./review.sh]}
@@ -58,6 +59,7 @@ sandbox: {mode: auto, writable: [~/.cache/go-build]}
 		Kind: "codex", Command: []string{"./a.sh"}, Args: []string{"--fast"}, Model: "m1", PermissionMode: "plan",
 		Timeout: 21 * time.Minute, IdleTimeout: 6 * time.Minute, KillGrace: 7 * time.Second,
 		CompletionPromise: "DONE", ContinueSession: true, Price: Price{InputPerMTok: 3, OutputPerMTok: 15.5},
+		ResultGrace: 3 * time.Second,
 	}, cfg.Agent)
 	assert.Equal(t, "TASK.md", cfg.Task)
 	assert.Equal(t, Verify{Commands: []string{"make test"}, Timeout: 11 * time.Minute}, cfg.Verify)

@@ -196,7 +196,7 @@ func (s *Supervisor) implement(ctx context.Context) result {
 	spec := worker.Spec{
 		Argv:         inv.Argv,
 		Dir:          s.dir,
-		Env:          append(s.childEnv(state.PhaseImplement), inv.Env...),
+		Env:          append(agents.WithoutNestedSession(s.childEnv(state.PhaseImplement)), inv.Env...),
 		LogPath:      logPath,
 		Timeout:      s.cfg.Agent.Timeout,
 		IdleTimeout:  s.cfg.Agent.IdleTimeout,
@@ -217,9 +217,12 @@ func (s *Supervisor) implement(ctx context.Context) result {
 	}
 	spec.Argv = append([]string{s.program}, spec.Argv[1:]...)
 	s.confine(&spec)
+	callCtx, grace := s.watchResult(ctx, parser)
+	spec.OnStdoutLine = grace.wrap(spec.OnStdoutLine)
 	attempt := state.Attempt{Tick: st.Tick, Iteration: st.Iteration, Log: s.relLog(logPath)}
 	m.Attempts = append(m.Attempts, attempt)
-	res, err := s.runProcess(ctx, state.PhaseImplement, spec)
+	res, err := s.runProcess(callCtx, state.PhaseImplement, spec)
+	res = s.settleResult(grace, res)
 	stopWatch()
 	if err != nil {
 		if errors.Is(err, worker.ErrNotFound) {
@@ -563,8 +566,11 @@ func (s *Supervisor) judgeAgent(ar agents.Result, res worker.Result) result {
 	st := s.st
 	switch ar.Class {
 	case agents.ClassRateLimit:
-		details := &stopreasons.StopDetails{AgentError: firstLine(ar.ErrorText, "")}
+		details := &stopreasons.StopDetails{AgentError: firstLine(ar.ErrorText, ""), LimitKind: string(ar.Limit)}
 		msg := "the agent hit a rate or usage limit"
+		if ar.Limit != agents.LimitNone {
+			msg += " (" + string(ar.Limit) + ")"
+		}
 		if !ar.ResetAt.IsZero() {
 			details.ResetAt = ar.ResetAt.UTC().Format(time.RFC3339)
 			msg += "; it resets at " + details.ResetAt
