@@ -189,7 +189,8 @@ func continueRun(io *IOStreams, store *state.Store, repo, version string, plan *
 			Milestones: milestoneNotifier(io, plan.Config),
 		},
 		Auto:    auto,
-		Stopped: func(st *state.State) { notifyStop(io, store, st, plan.Config) },
+		Stopped:  func(st *state.State) { notifyStop(io, store, st, plan.Config) },
+		Declined: live.declined,
 		Recovered: func(stopped bool) {
 			if quiet {
 				return

@@ -233,7 +233,8 @@ func runRun(opts *RunOptions) error {
 			Milestones: milestoneNotifier(io, cfg),
 		},
 		Auto:    opts.AutoResume,
-		Stopped: func(st *state.State) { notifyStop(io, store, st, cfg) },
+		Stopped:  func(st *state.State) { notifyStop(io, store, st, cfg) },
+		Declined: live.declined,
 	}
 	runner.Supervisor.RunID = opts.RunID
 	st, err := runner.Start(context.Background())
