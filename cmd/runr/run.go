@@ -232,7 +232,7 @@ func runRun(opts *RunOptions) error {
 			LiveOutput: live.watching(),
 			Milestones: milestoneNotifier(io, cfg),
 		},
-		Auto:    opts.AutoResume,
+		Auto:     opts.AutoResume,
 		Stopped:  func(st *state.State) { notifyStop(io, store, st, cfg) },
 		Declined: live.declined,
 	}
