@@ -15,6 +15,7 @@ import (
 	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/doctor"
 	"github.com/runr-dev/runr/internal/guard"
+	"github.com/runr-dev/runr/internal/resume"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/supervisor"
@@ -89,6 +90,18 @@ func (l *liveLine) refresh() {
 			l.mu.Unlock()
 		}
 	}
+}
+
+// declined says why an auto-resumable stop is not continued (--auto-resume):
+// a spend cap, a reset beyond resume.max_wait, the automatic resumes used
+// up. Like a warning it is said whatever the progress shows.
+func (l *liveLine) declined(_ *state.State, d resume.Decision) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.io.ErrTTY {
+		l.clear()
+	}
+	fmt.Fprintf(l.io.Err, "runr: not auto-resuming: %s\n", stopreasons.VisibleLine(d.Why))
 }
 
 func (l *liveLine) setActivity(text string) {
@@ -203,8 +216,13 @@ func (l *liveLine) clear() {
 
 func (l *liveLine) text(p supervisor.Progress) string {
 	if p.Event == "wait" {
-		left := time.Until(p.WaitingTill).Round(time.Second)
-		return fmt.Sprintf("auto-resume in %s · %s", left, stopreasons.VisibleLine(p.Message))
+		left := time.Until(p.WaitingTill)
+		if !p.ResetAt.IsZero() {
+			// A wait for a limit's reset: the message says which limit
+			// resets when; the countdown runs to the end of the wait.
+			return fmt.Sprintf("%s (in %s); resuming then", stopreasons.VisibleLine(p.Message), resume.Countdown(left))
+		}
+		return fmt.Sprintf("auto-resume in %s · %s", left.Round(time.Second), stopreasons.VisibleLine(p.Message))
 	}
 	parts := []string{
 		fmt.Sprintf("tick %d", p.Tick),

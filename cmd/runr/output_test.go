@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/runr-dev/runr/internal/resume"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/supervisor"
 )
@@ -48,4 +50,31 @@ func TestFitCountsColumns(t *testing.T) {
 			assert.LessOrEqual(t, displayWidth(got), tc.width-1)
 		}
 	}
+}
+
+// A wait for a limit's reset shows which limit resets when and the time
+// left; off a terminal it is said once when the wait starts, however often
+// the progress repeats it; a stop that is not auto-resumed says why.
+func TestLiveLineResetCountdown(t *testing.T) {
+	var errOut bytes.Buffer
+	l := newLiveLine(&IOStreams{Err: &errOut}, false)
+	until := time.Now().Add(2*time.Minute + 14*time.Second + 500*time.Millisecond)
+	p := supervisor.Progress{Event: "wait", WaitingTill: until, ResetAt: until,
+		Message: "auto-resume 1 of 3: rate limit (usage_window) resets at 01:21"}
+	l.update(p)
+	l.update(p)
+	l.declined(nil, resume.Decision{Why: "the agent hit a spend cap"})
+	l.done()
+	out := errOut.String()
+	assert.Regexp(t, `^runr: auto-resume 1 of 3: rate limit \(usage_window\) resets at 01:21 \(in 2m 1[45]s\); resuming then\n`, out)
+	assert.Equal(t, 1, strings.Count(out, "resuming then"), "one line when the wait starts")
+	assert.Contains(t, out, "runr: not auto-resuming: the agent hit a spend cap\n")
+	assert.NotContains(t, out, "\x1b")
+
+	// On a terminal the line is redrawn in place with the time left.
+	var tty bytes.Buffer
+	lt := &liveLine{io: &IOStreams{Err: &tty, ErrTTY: true}, stopc: make(chan struct{})}
+	lt.update(p)
+	assert.Contains(t, tty.String(), "\r\x1b[K")
+	assert.Contains(t, tty.String(), "resets at 01:21 (in 2m 1")
 }

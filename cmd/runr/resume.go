@@ -188,8 +188,9 @@ func continueRun(io *IOStreams, store *state.Store, repo, version string, plan *
 			LiveOutput: live.watching(),
 			Milestones: milestoneNotifier(io, plan.Config),
 		},
-		Auto:    auto,
-		Stopped: func(st *state.State) { notifyStop(io, store, st, plan.Config) },
+		Auto:     auto,
+		Stopped:  func(st *state.State) { notifyStop(io, store, st, plan.Config) },
+		Declined: live.declined,
 		Recovered: func(stopped bool) {
 			if quiet {
 				return

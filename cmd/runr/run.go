@@ -232,8 +232,9 @@ func runRun(opts *RunOptions) error {
 			LiveOutput: live.watching(),
 			Milestones: milestoneNotifier(io, cfg),
 		},
-		Auto:    opts.AutoResume,
-		Stopped: func(st *state.State) { notifyStop(io, store, st, cfg) },
+		Auto:     opts.AutoResume,
+		Stopped:  func(st *state.State) { notifyStop(io, store, st, cfg) },
+		Declined: live.declined,
 	}
 	runner.Supervisor.RunID = opts.RunID
 	st, err := runner.Start(context.Background())

@@ -99,6 +99,7 @@ type Result struct {
 	SessionID        string
 	FinalText        string    // the agent's final message, its last 64 KiB
 	ResetAt          time.Time // when a rate or usage limit resets, if the CLI said
+	Limit            LimitKind // the kind of limit a rate-limited or overloaded call hit
 	Signal           Signal
 	SignalText       string // the text after RUNR_STATUS: <signal>, e.g. what a blocked agent needs
 }
@@ -259,5 +260,8 @@ func (p usageGuard) Finish(exitCode int, tail []byte) Result {
 	res.InputTokens, res.OutputTokens, res.CacheReadTokens, res.CacheWriteTokens = u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens
 	res.CostUSD, res.CostKnown = u.CostUSD, u.CostKnown
 	res.Turns = max(res.Turns, 0)
+	if res.Limit == LimitNone {
+		res.Limit = limitKindOf(res)
+	}
 	return res
 }

@@ -19,7 +19,7 @@ const statusCtx = `(?:status|error|http|code|rejected)\W{0,3}(?:code\W{0,3})?`
 
 var (
 	authText   = regexp.MustCompile(`(?i)` + statusCtx + `401\b|unauthori[sz]ed|unauthenticated|authentication|invalid[ _-]?(api[ _-]?key|x-api-key)|api key not valid|not logged in|please (run .*)?/?log ?in|login required|oauth token`)
-	rateText   = regexp.MustCompile(`(?i)` + statusCtx + `429\b|\b429 too many|rate[ _-]?limit|usage limit|hit your limit|too many requests|quota|resource.{0,20}exhausted|limit reached`)
+	rateText   = regexp.MustCompile(`(?i)` + statusCtx + `429\b|\b429 too many|rate[ _-]?limit|usage limit|hit your limit|too many requests|quota|resource.{0,20}exhausted|limit reached|credit balance (?:is )?too low|insufficient[ _]quota`)
 	serverText = regexp.MustCompile(`(?i)` + statusCtx + `(50[0-4]|529)\b|\b(50[0-4]|529)\s+(internal|service|bad|gateway|overloaded)|overloaded|internal server error|service unavailable|bad gateway|server[ _]error|serviceunavailable|internalservererror`)
 )
 

@@ -76,6 +76,13 @@ type claudeEvent struct {
 	// system/api_retry
 	ErrorStatus *int `json:"error_status"`
 
+	// rate_limit_event: the state of the subscription's usage limits
+	RateLimitInfo *struct {
+		Status        string `json:"status"` // allowed | allowed_warning | rejected
+		ResetsAt      int64  `json:"resetsAt"`
+		RateLimitType string `json:"rateLimitType"` // five_hour, seven_day, ...
+	} `json:"rate_limit_info"`
+
 	// result
 	IsError      bool         `json:"is_error"`
 	Result       *string      `json:"result"`
@@ -183,6 +190,11 @@ type claudeParser struct {
 	retryCode int
 	result    *claudeEvent
 	running   claudeRunning
+	// A rate_limit_event that said the subscription's limit rejected the
+	// call: when it resets and which window it is.
+	limitRejected bool
+	limitReset    time.Time
+	limitWindow   string
 }
 
 // UsageSoFar is the call's usage: the result's totals and cost once the
@@ -246,6 +258,14 @@ func (p *claudeParser) Line(line []byte) bool {
 			// than wait out the CLI's backoff.
 			return p.retry == "authentication_failed" || p.retryCode == 401
 		}
+	case "rate_limit_event":
+		if i := ev.RateLimitInfo; i != nil && i.Status == "rejected" {
+			p.limitRejected, p.limitWindow = true, i.RateLimitType
+			p.limitReset = time.Time{}
+			if i.ResetsAt > 0 {
+				p.limitReset = time.Unix(i.ResetsAt, 0).UTC()
+			}
+		}
 	case "result":
 		r := ev
 		p.result = &r
@@ -303,6 +323,16 @@ func (p *claudeParser) Finish(exitCode int, tail []byte) Result {
 	}
 	if res.Class == ClassRateLimit {
 		res.ResetAt = parseResetAt(res.ErrorText+"\n"+string(tail), time.Now())
+		if p.limitRejected {
+			// The rate_limit_event is the structured record of the same
+			// limit: its reset when the text named none, and its window.
+			if res.ResetAt.IsZero() {
+				res.ResetAt = p.limitReset
+			}
+			if p.limitWindow != "" {
+				res.Limit = LimitUsageWindow
+			}
+		}
 	}
 	return res
 }
@@ -342,6 +372,9 @@ func (p *claudeParser) classify(text string) Class {
 		if c := classifyStatus(st); c != ClassNone && c != ClassError {
 			return c
 		}
+	}
+	if p.limitRejected {
+		return ClassRateLimit
 	}
 	for _, e := range []string{p.apiError, p.retry} {
 		switch e {

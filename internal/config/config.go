@@ -59,6 +59,9 @@ type Agent struct {
 	// hits a rate or usage limit that resets beyond resume.max_wait, or its
 	// program is missing.
 	Fallback []FallbackAgent
+	// ResultGrace is how long an agent that printed its final result may
+	// take to exit before runr ends it; its result counts.
+	ResultGrace time.Duration
 }
 
 // FallbackAgent is one entry of agent.fallback. The other agent.* settings

@@ -27,6 +27,7 @@ func TestEveryKeyReachesItsField(t *testing.T) {
   continue_session: true
   price: {input_per_mtok: 3, output_per_mtok: 15.5}
   fallback: [{kind: gemini, model: m2, args: [--x]}, {kind: command, command: [./b.sh, "{prompt}"]}]
+  result_grace: 3s
 task: TASK.md
 verify: {commands: [make test], timeout: 11m}
 review: {command: [./review.sh]}
@@ -59,7 +60,8 @@ sandbox: {mode: auto, writable: [~/.cache/go-build]}
 		Kind: "codex", Command: []string{"./a.sh"}, Args: []string{"--fast"}, Model: "m1", PermissionMode: "plan",
 		Timeout: 21 * time.Minute, IdleTimeout: 6 * time.Minute, KillGrace: 7 * time.Second,
 		CompletionPromise: "DONE", ContinueSession: true, Price: Price{InputPerMTok: 3, OutputPerMTok: 15.5},
-		Fallback: []FallbackAgent{{Kind: "gemini", Model: "m2", Args: []string{"--x"}}, {Kind: "command", Command: []string{"./b.sh", "{prompt}"}}},
+		Fallback:    []FallbackAgent{{Kind: "gemini", Model: "m2", Args: []string{"--x"}}, {Kind: "command", Command: []string{"./b.sh", "{prompt}"}}},
+		ResultGrace: 3 * time.Second,
 	}, cfg.Agent)
 	assert.Equal(t, "TASK.md", cfg.Task)
 	assert.Equal(t, Verify{Commands: []string{"make test"}, Timeout: 11 * time.Minute}, cfg.Verify)

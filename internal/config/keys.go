@@ -78,6 +78,7 @@ var keyDefs = func() []keyDef {
 		{"agent.price.input_per_mtok", kindAmount, 0.0},
 		{"agent.price.output_per_mtok", kindAmount, 0.0},
 		{"agent.fallback", kindFallback, []any{}},
+		{"agent.result_grace", kindDuration, "10s"},
 		{"task", kindString, ""},
 		{"verify.commands", kindStrings, []string{}},
 		{"verify.timeout", kindDuration, "10m"},

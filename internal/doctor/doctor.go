@@ -307,7 +307,7 @@ func details(st *state.State, r *Report) stopreasons.Details {
 	if sr.Details != nil {
 		sd = *sr.Details
 	}
-	d.Other, d.Command, d.Signature = sd.Other, sd.Command, sd.Signature
+	d.Other, d.Command, d.Signature, d.LimitKind = sd.Other, sd.Command, sd.Signature, sd.LimitKind
 	if f := st.LastFailure; f != nil {
 		if d.Command == "" {
 			d.Command = f.Command

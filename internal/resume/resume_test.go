@@ -266,7 +266,7 @@ func TestNextWait(t *testing.T) {
 		{"complete", with(stopreasons.Complete, nil), 0, 0, false},
 		{"rate limit waits for its reset", with(stopreasons.WorkerRateLimited, map[string]any{"reset_at": "2026-01-01T12:10:00Z"}), 0, 10 * time.Minute, true},
 		{"a reset in the past waits not at all", with(stopreasons.WorkerRateLimited, map[string]any{"reset_at": "2026-01-01T11:00:00Z"}), 0, 0, true},
-		{"capped by max_wait", with(stopreasons.WorkerRateLimited, map[string]any{"reset_at": "2026-01-01T20:00:00Z"}), 0, time.Hour, true},
+		{"a reset beyond max_wait is not waited for", with(stopreasons.WorkerRateLimited, map[string]any{"reset_at": "2026-01-01T20:00:00Z"}), 0, 0, false},
 		{"a bad reset time falls back to the backoff", with(stopreasons.WorkerRateLimited, map[string]any{"reset_at": "soon"}), 0, 30 * time.Second, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

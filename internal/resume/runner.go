@@ -32,6 +32,13 @@ type Runner struct {
 	// Stopped is told of each stop the run will be continued after
 	// (--auto-resume), before the wait: the last stop goes to the caller.
 	Stopped func(st *state.State)
+	// Declined is told when an auto-resumable stop is not continued, and
+	// why (a spend cap, a reset beyond resume.max_wait, the automatic
+	// resumes used up): that stop stands and goes to the caller.
+	Declined func(st *state.State, d Decision)
+	// Seed seeds the jitter added to a wait for a limit's reset; 0 takes
+	// one from the clock. It is recorded with each wait (jitter_seed).
+	Seed uint64
 }
 
 // stopPoll is how often the auto-resume wait looks for a `runr stop` request.
@@ -107,20 +114,47 @@ func (r *Runner) autoResume(ctx context.Context, o supervisor.Options, lock *sta
 	if progress == nil {
 		progress = func(supervisor.Progress) {}
 	}
+	seed := r.Seed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	jitter := Jitter(seed)
 	for done := 0; ; done++ {
-		wait, ok := NextWait(st, cfg.Resume, done, time.Now())
-		if !ok {
+		d := Decide(st, cfg.Resume, done, time.Now(), jitter)
+		if d.Action != ActionWait {
+			if d.GiveUp != GiveUpNotResumable {
+				ev := map[string]any{"reason": string(st.StopReason.Code), "declined": string(d.GiveUp), "why": d.Why}
+				if d.LimitKind != "" {
+					ev["limit_kind"] = d.LimitKind
+				}
+				if !d.ResetAt.IsZero() {
+					ev["reset_at"] = d.ResetAt.UTC().Format(time.RFC3339)
+				}
+				appendEvent(store, st, "auto_resume_declined", ev)
+				if r.Declined != nil {
+					r.Declined(st, d)
+				}
+			}
 			return st, nil
 		}
+		wait := d.Wait
 		if r.Stopped != nil {
 			r.Stopped(st)
 		}
 		reason := st.StopReason.Code
 		until := time.Now().Add(wait)
-		appendEvent(store, st, "auto_resume", map[string]any{"attempt": done + 1, "max": cfg.Resume.MaxAutoResumes,
-			"reason": string(reason), "wait_ms": wait.Milliseconds(), "until": until.UTC().Format(time.RFC3339)})
-		progress(supervisor.Progress{RunID: st.RunID, Event: "wait", WaitingTill: until,
-			Message: fmt.Sprintf("%s · attempt %d of %d", reason, done+1, cfg.Resume.MaxAutoResumes)})
+		ev := map[string]any{"attempt": done + 1, "max": cfg.Resume.MaxAutoResumes,
+			"reason": string(reason), "wait_ms": wait.Milliseconds(), "until": until.UTC().Format(time.RFC3339Nano)}
+		msg := fmt.Sprintf("%s · attempt %d of %d", reason, done+1, cfg.Resume.MaxAutoResumes)
+		if !d.ResetAt.IsZero() {
+			ev["reset_at"] = d.ResetAt.UTC().Format(time.RFC3339)
+			ev["limit_kind"] = d.LimitKind
+			ev["jitter_ms"] = d.Jitter.Milliseconds()
+			ev["jitter_seed"] = seed
+			msg = fmt.Sprintf("auto-resume %d of %d: %s", done+1, cfg.Resume.MaxAutoResumes, d.Why)
+		}
+		appendEvent(store, st, "auto_resume", ev)
+		progress(supervisor.Progress{RunID: st.RunID, Event: "wait", WaitingTill: until, ResetAt: d.ResetAt, Message: msg})
 
 		if code, why := waitOrStop(store, o.Signals, st.RunID, until); code != "" {
 			sup := supervisor.New(o)

@@ -23,6 +23,7 @@ type Details struct {
 	Files         []string // files a guard named
 	Other         string   // another run's id (collisions)
 	ResetAt       string   // when a rate limit resets
+	LimitKind     string   // which kind of limit: rate, usage_window, spend_cap, overloaded
 	Tick          int      //
 	Approved      int      // milestones approved
 	Total         int      // milestones in all
@@ -123,7 +124,7 @@ func Placeholders() Details {
 	return Details{
 		RunID: "<run-id>", Condition: "<rule>", Value: "<value>", Threshold: "<threshold>",
 		Message: "<message>", Milestone: 0, MilestoneGoal: "<milestone goal>", Command: "<command>",
-		Signature: "<signature>", Files: []string{"<file>"}, Other: "<other-run-id>", ResetAt: "<reset time>",
+		Signature: "<signature>", Files: []string{"<file>"}, Other: "<other-run-id>", ResetAt: "<reset time>", LimitKind: "<limit kind>",
 		Grant: "<amount>",
 	}
 }

@@ -217,3 +217,14 @@ func TestStopDetailsJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal(guard, &back))
 	assert.Equal(t, []string{}, back.Committed)
 }
+
+// worker_rate_limited's diagnosis names the limit's kind and its reset.
+func TestRateLimitDiagnosisNamesTheKind(t *testing.T) {
+	r, ok := Lookup(WorkerRateLimited)
+	require.True(t, ok)
+	assert.Equal(t, "The agent hit a rate or usage limit.", r.Diagnose(Details{}))
+	assert.Equal(t, "The agent hit a usage limit (a subscription's window); it resets at 2026-11-25T01:21:00Z.",
+		r.Diagnose(Details{LimitKind: "usage_window", ResetAt: "2026-11-25T01:21:00Z"}))
+	assert.Contains(t, r.Diagnose(Details{LimitKind: "spend_cap"}), "spend cap")
+	assert.Contains(t, r.Diagnose(Details{LimitKind: "rate"}), "hit a rate limit")
+}

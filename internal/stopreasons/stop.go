@@ -44,9 +44,11 @@ type StopDetails struct {
 	Other string `json:"other,omitempty"`
 
 	// Workers: the agent's own error, and when a rate limit resets
-	// (RFC 3339), if the agent said.
+	// (RFC 3339), if the agent said; the limit's kind (rate, usage_window,
+	// spend_cap, overloaded), which decides whether --auto-resume waits.
 	AgentError string `json:"agent_error,omitempty"`
 	ResetAt    string `json:"reset_at,omitempty"`
+	LimitKind  string `json:"limit_kind,omitempty"`
 
 	// Unapproved counts the milestones a skip-mode run finished without
 	// approving.

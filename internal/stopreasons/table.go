@@ -158,7 +158,7 @@ var table = []Reason{
 	{
 		Code: WorkerRateLimited, Title: "Agent hit a rate or usage limit", Family: FamilyWorker, ExitCode: 33, Category: CategoryError, AutoResumable: true,
 		When:      "the agent hit a provider rate or usage limit",
-		Diagnosis: `The agent hit a rate or usage limit{{with .ResetAt}}; it resets at {{.}}{{end}}.`,
+		Diagnosis: `The agent hit a {{if eq .LimitKind "spend_cap"}}spend cap (no credits or quota left: it lifts when the account is topped up, not by waiting){{else if eq .LimitKind "usage_window"}}usage limit (a subscription's window){{else if eq .LimitKind "rate"}}rate limit{{else}}rate or usage limit{{end}}{{with .ResetAt}}; it resets at {{.}}{{end}}.`,
 		NextActions: []string{
 			"resume after the limit resets, or let runr wait for it",
 			"runr resume {{.RunID}} --auto-resume",

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
@@ -105,11 +106,15 @@ func (p PlanAgent) ref() state.AgentRef { return state.AgentRef{Kind: p.Kind, Mo
 
 // switchReason decides whether a call's result switches the run to a
 // fallback agent: a rate or usage limit that resets beyond resume.max_wait
-// (an auto-resume would wait no longer than that), or a missing program. A
-// limit with no reset time is taken for a transient one: the run stops
+// (an auto-resume would wait no longer than that), a spend cap or a usage
+// window that names no reset (an auto-resume does not wait for a spend cap,
+// and a window lasts hours), or a missing program. A rate limit or an
+// overload with no reset time is taken for a transient one: the run stops
 // and an auto-resume retries it after its backoff.
-func (s *Supervisor) switchReason(r result, resetAt time.Time) (string, string) {
+func (s *Supervisor) switchReason(r result, resetAt time.Time, limit agents.LimitKind) (string, string) {
 	switch {
+	case r.Outcome == AgentRateLimited && resetAt.IsZero() && (limit == agents.LimitSpendCap || limit == agents.LimitUsageWindow):
+		return state.SwitchRateLimited, fmt.Sprintf("%s limit with no reset time", strings.ReplaceAll(string(limit), "_", " "))
 	case r.Outcome == AgentRateLimited:
 		maxWait := s.cfg.Resume.MaxWait
 		if resetAt.IsZero() || resetAt.Sub(s.o.Now()) <= maxWait {
@@ -132,8 +137,8 @@ func (s *Supervisor) switchReason(r result, resetAt time.Time) (string, string) 
 // the result stands, its stop saying that no fallback was left. noop says
 // the call counted as a no-op (afterImplement ran and the tree did not
 // change): a switched call is the agent's limit and counts for no streak.
-func (s *Supervisor) fallbackOn(ctx context.Context, r result, resetAt time.Time, noop bool) result {
-	reason, why := s.switchReason(r, resetAt)
+func (s *Supervisor) fallbackOn(ctx context.Context, r result, resetAt time.Time, limit agents.LimitKind, noop bool) result {
+	reason, why := s.switchReason(r, resetAt, limit)
 	if reason == "" {
 		return r
 	}

@@ -196,7 +196,7 @@ func (s *Supervisor) implement(ctx context.Context) result {
 	spec := worker.Spec{
 		Argv:         inv.Argv,
 		Dir:          s.dir,
-		Env:          append(s.childEnv(state.PhaseImplement), inv.Env...),
+		Env:          append(agents.WithoutNestedSession(s.childEnv(state.PhaseImplement)), inv.Env...),
 		LogPath:      logPath,
 		Timeout:      s.cfg.Agent.Timeout,
 		IdleTimeout:  s.cfg.Agent.IdleTimeout,
@@ -217,15 +217,18 @@ func (s *Supervisor) implement(ctx context.Context) result {
 	}
 	spec.Argv = append([]string{s.program}, spec.Argv[1:]...)
 	s.confine(&spec)
+	callCtx, grace := s.watchResult(ctx, parser)
+	spec.OnStdoutLine = grace.wrap(spec.OnStdoutLine)
 	ref := s.agentRef()
 	attempt := state.Attempt{Tick: st.Tick, Iteration: st.Iteration, Log: s.relLog(logPath), Agent: &ref}
 	m.Attempts = append(m.Attempts, attempt)
-	res, err := s.runProcess(ctx, state.PhaseImplement, spec)
+	res, err := s.runProcess(callCtx, state.PhaseImplement, spec)
+	res = s.settleResult(grace, res)
 	stopWatch()
 	if err != nil {
 		if errors.Is(err, worker.ErrNotFound) {
 			return s.fallbackOn(ctx, result{Event: Event{Outcome: Fault, Code: stopreasons.WorkerNotFound},
-				stop: &stop{Stop: stopreasons.Stop{Condition: "agent.command", Message: err.Error(), Details: &stopreasons.StopDetails{Command: s.program}}}}, time.Time{}, false)
+				stop: &stop{Stop: stopreasons.Stop{Condition: "agent.command", Message: err.Error(), Details: &stopreasons.StopDetails{Command: s.program}}}}, time.Time{}, agents.LimitNone, false)
 		}
 		return fault(err)
 	}
@@ -265,7 +268,7 @@ func (s *Supervisor) implement(ctx context.Context) result {
 		return r
 	}
 	noop := !s.currentAttempt().Progress
-	return s.fallbackOn(ctx, s.judgeAgent(ar, res), ar.ResetAt, noop)
+	return s.fallbackOn(ctx, s.judgeAgent(ar, res), ar.ResetAt, ar.Limit, noop)
 }
 
 // account adds the call's cost and tokens to the run's usage: what the
@@ -565,8 +568,11 @@ func (s *Supervisor) judgeAgent(ar agents.Result, res worker.Result) result {
 	st := s.st
 	switch ar.Class {
 	case agents.ClassRateLimit:
-		details := &stopreasons.StopDetails{AgentError: firstLine(ar.ErrorText, "")}
+		details := &stopreasons.StopDetails{AgentError: firstLine(ar.ErrorText, ""), LimitKind: string(ar.Limit)}
 		msg := "the agent hit a rate or usage limit"
+		if ar.Limit != agents.LimitNone {
+			msg += " (" + string(ar.Limit) + ")"
+		}
 		if !ar.ResetAt.IsZero() {
 			details.ResetAt = ar.ResetAt.UTC().Format(time.RFC3339)
 			msg += "; it resets at " + details.ResetAt

@@ -82,6 +82,7 @@ type Progress struct {
 	Event       string // "tick" (a tick starts), "tick_done", "activity", "stop", "wait", "warning" (Message, said once)
 	Message     string
 	WaitingTill time.Time
+	ResetAt     time.Time // "wait": the limit's reset the wait runs to; zero for a backoff
 
 	// A tick_done says what the tick came to.
 	Outcome    string
