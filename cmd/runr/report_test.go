@@ -60,9 +60,17 @@ func TestReportShowsModelNamesVisibly(t *testing.T) {
 	u.AddCall(state.Call{Agent: "command", Model: "evil\x1b[2Jmodel", InputTokens: 1, CostSource: state.CostUnknown})
 	rep := state.BuildReport([]*state.Summary{{RunID: "r", RunStatus: "completed", Stop: "complete", Usage: u}}, state.ByModel)
 	for _, render := range []func() string{
-		func() string { io, out, _ := testStreams(); require.NoError(t, writeReportTable(io.Out, rep)); return out.String() },
+		func() string {
+			io, out, _ := testStreams()
+			require.NoError(t, writeReportTable(io.Out, rep))
+			return out.String()
+		},
 		func() string { io, out, _ := testStreams(); writeReportMarkdown(io.Out, rep); return out.String() },
-		func() string { io, out, _ := testStreams(); require.NoError(t, writeReportCSV(io.Out, rep)); return out.String() },
+		func() string {
+			io, out, _ := testStreams()
+			require.NoError(t, writeReportCSV(io.Out, rep))
+			return out.String()
+		},
 	} {
 		s := render()
 		assert.NotContains(t, s, "\x1b")
