@@ -159,6 +159,10 @@ func addCompletions(root *cobra.Command, f *Factory) {
 			flag(cmd, "format", completeList(ReasonsFormats))
 		case "init", "version", "prune":
 			cmd.ValidArgsFunction = cobra.NoFileCompletions
+		case "report":
+			cmd.ValidArgsFunction = cobra.NoFileCompletions
+			flag(cmd, "by", completeList(state.ReportGroupings))
+			flag(cmd, "format", completeList(reportFormats))
 		}
 		flag(cmd, "agent", completeList(agents.Kinds()))
 		flag(cmd, "reason", completeList(codes))

@@ -92,6 +92,7 @@ Every exit code is listed by 'runr reasons'.`,
 		NewCmdReasons(f, nil),
 		NewCmdInit(f, nil),
 		NewCmdPrune(f, nil),
+		NewCmdReport(f, nil),
 		NewCmdCompletion(f),
 		NewCmdVersion(f, nil),
 	)

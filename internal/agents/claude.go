@@ -125,7 +125,9 @@ type claudeRunning struct {
 const maxSeenMessages = 4096
 
 func (r *claudeRunning) add(id, model string, u claudeUsage) {
-	if model != "" {
+	// "<synthetic>" marks a message Claude Code wrote itself (an API
+	// error), not a model: the call's model stays the one it used.
+	if model != "" && model != "<synthetic>" {
 		r.model = model
 	}
 	nu := u.usage()

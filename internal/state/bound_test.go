@@ -303,7 +303,7 @@ func TestOldStateWithTheTaskInlineLoads(t *testing.T) {
 	sum, err := s.Summary(id)
 	require.NoError(t, err)
 	assert.Equal(t, Summary{RunID: id, RunStatus: stopreasons.RunStopped, CreatedAt: st.CreatedAt, ElapsedMS: 600000,
-		Tick: 31, Approved: 1, Milestones: 2, Stop: stopreasons.UserStopped}, *sum, "an old file is summed up from its milestones")
+		Tick: 31, Approved: 1, Milestones: 2, Stop: stopreasons.UserStopped, Usage: st.Usage}, *sum, "an old file is summed up from its milestones")
 	assert.NoFileExists(t, filepath.Join(s.RunDir(id), "task.md"), "loading writes nothing")
 
 	require.NoError(t, s.Save(st))
@@ -327,7 +327,10 @@ func TestSummaryMatchesLoad(t *testing.T) {
 	stopped.RunStatus = stopreasons.RunStopped
 	stopped.Milestones = []Milestone{{Goal: "a", Status: MilestoneApproved}, {Goal: "b", Status: MilestoneFailed}, {Goal: "c", Status: MilestonePending}}
 	stopped.StopReason = NewStopReason(stopreasons.VerificationFailed, 1, "failed")
+	stopped.Usage.AddCall(Call{Agent: "claude", Model: "claude-sonnet-4-5", InputTokens: 10, CacheReadTokens: 100, OutputTokens: 5,
+		CostReportedUSD: 0.25, CostEstimatedUSD: 0.2, CostSource: CostReported})
 	running := newState("20261121T230017Z-000002")
+	running.Usage.AddCall(Call{Agent: "command", InputTokens: 7, OutputTokens: 3, CostSource: CostUnknown})
 	running.Milestones = []Milestone{{Goal: "a", Status: MilestoneInProgress}}
 	for _, st := range []*State{stopped, running} {
 		require.NoError(t, s.CreateRun(st, nil))
@@ -336,7 +339,7 @@ func TestSummaryMatchesLoad(t *testing.T) {
 		require.NoError(t, err)
 		loaded := mustLoad(t, s, st.RunID)
 		want := Summary{RunID: loaded.RunID, RunStatus: loaded.RunStatus, CreatedAt: loaded.CreatedAt, ElapsedMS: loaded.ElapsedMS,
-			Tick: loaded.Tick, Approved: 0, Milestones: len(loaded.Milestones)}
+			Tick: loaded.Tick, Approved: 0, Milestones: len(loaded.Milestones), Usage: loaded.Usage}
 		for _, m := range loaded.Milestones {
 			if m.Status == MilestoneApproved {
 				want.Approved++
@@ -346,6 +349,7 @@ func TestSummaryMatchesLoad(t *testing.T) {
 			want.Stop = loaded.StopReason.Code
 		}
 		assert.Equal(t, want, *sum)
+		assert.NotEmpty(t, sum.Usage.Models, "the per-model totals are in the summary")
 	}
 }
 

@@ -24,6 +24,9 @@ type Summary struct {
 	Milestones int
 	// Stop is the code of the stop reason; "" while the run has none.
 	Stop stopreasons.Code
+	// Usage is the run's usage: its totals, the agent of its latest call
+	// and the per-model totals `runr report` sums up.
+	Usage Usage
 }
 
 // summaryBuffer is how much of state.json one read takes: the fields
@@ -32,7 +35,7 @@ const summaryBuffer = 4 << 10
 
 // Summary reads the summary of run id from the head of its state.json,
 // without decoding the rest: state.json lists the run's identity, status,
-// times, statistics and stop reason before its milestones and everything
+// times, statistics, stop reason and usage before its milestones and everything
 // else, and the read ends as soon as it has them. A file in another order
 // (written by an older runr, or by hand) is read until it has them, from
 // the milestones themselves when they come before the statistics. What is
@@ -86,7 +89,7 @@ func readSummary(r io.Reader, path string) (*Summary, error) {
 	// The run's status says whether it has a stop reason to wait for: a
 	// running run has none, and state.json then has no stop_reason field.
 	complete := func() bool {
-		for _, k := range []string{"schema_version", "run_id", "run_status", "created_at", "elapsed_ms", "tick"} {
+		for _, k := range []string{"schema_version", "run_id", "run_status", "created_at", "elapsed_ms", "tick", "usage"} {
 			if !seen[k] {
 				return false
 			}
@@ -142,6 +145,13 @@ func readSummary(r io.Reader, path string) (*Summary, error) {
 					}
 				}
 				countsFromMilestones = true
+			}
+		case "usage":
+			derr = dec.Decode(&sum.Usage)
+			if derr == nil {
+				if problem := sum.Usage.impossibleUsage(); problem != "" {
+					return nil, summaryImpossible(path, problem)
+				}
 			}
 		case "stop_reason":
 			var r *StopReason

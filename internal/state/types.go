@@ -64,6 +64,9 @@ type State struct {
 	Iteration     int         `json:"iteration"`
 	Statistics    Statistics  `json:"statistics"`
 	StopReason    *StopReason `json:"stop_reason,omitempty"`
+	// Usage comes before the milestones too: `runr report` reads it
+	// from the head of the file with the rest of the summary.
+	Usage Usage `json:"usage"`
 
 	Repo           string          `json:"repo"`
 	Worktree       string          `json:"worktree,omitempty"`
@@ -93,7 +96,6 @@ type State struct {
 	// AgentSwitches are the run's switches to a fallback agent, oldest
 	// first (at most one per entry of agent.fallback).
 	AgentSwitches []AgentSwitch  `json:"agent_switches,omitempty"`
-	Usage         Usage          `json:"usage"`
 	Resumable     bool           `json:"resumable"`
 	ResumeFrom    *ResumeFrom    `json:"resume_from,omitempty"`
 	AutoResume    AutoResume     `json:"auto_resume"`
@@ -343,11 +345,19 @@ type CallUsage struct {
 
 // Usage is what the agent consumed.
 type Usage struct {
-	CostUSD        float64 `json:"cost_usd"`
-	CostEstimated  bool    `json:"cost_estimated,omitempty"`
-	InputTokens    int64   `json:"input_tokens"`
-	OutputTokens   int64   `json:"output_tokens"`
-	AgentSessionID string  `json:"agent_session_id,omitempty"`
+	CostUSD          float64 `json:"cost_usd"`
+	CostEstimated    bool    `json:"cost_estimated,omitempty"`
+	InputTokens      int64   `json:"input_tokens"`
+	OutputTokens     int64   `json:"output_tokens"`
+	CacheReadTokens  int64   `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64   `json:"cache_write_tokens,omitempty"`
+	AgentSessionID   string  `json:"agent_session_id,omitempty"`
+	// Agent is the kind of the agent that made the run's latest call
+	// ("" before the first).
+	Agent string `json:"agent,omitempty"`
+	// Models are the per-model totals of the run's calls (the cost
+	// ledger's sums), at most MaxModels entries and ModelOther (usage.go).
+	Models map[string]*ModelUsage `json:"models,omitempty"`
 }
 
 // Statistics summarise the milestones.

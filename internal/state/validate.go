@@ -97,5 +97,5 @@ func (st *State) impossible() string {
 	if st.Usage.CostUSD < 0 {
 		return fmt.Sprintf("usage.cost_usd %g is negative", st.Usage.CostUSD)
 	}
-	return ""
+	return st.Usage.impossibleUsage()
 }

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -271,21 +272,30 @@ func (s *Supervisor) implement(ctx context.Context) result {
 	return s.fallbackOn(ctx, s.judgeAgent(ar, res), ar.ResetAt, ar.Limit, noop)
 }
 
-// account adds the call's cost and tokens to the run's usage: what the
-// call reported, its cost estimated from tokens where it reported none. A
-// call cut short (a signal, a timeout, a budget) counts what it had used.
+// account adds the call's cost and tokens to the run's usage and its
+// model's totals, and records the call in the cost ledger (an agent_call
+// event): what the call reported, its cost estimated from tokens whether
+// it reported one or not, and which of the two counts. A call cut short (a
+// signal, a timeout, a budget) counts what it had used.
 func (s *Supervisor) account(ar agents.Result, res worker.Result) {
 	st := s.st
-	u := &st.Usage
-	u.InputTokens += ar.InputTokens
-	u.OutputTokens += ar.OutputTokens
-	cost, src := s.callCost(ar.Usage())
-	if src == agents.CostEstimated {
-		u.CostEstimated = true
+	u := ar.Usage()
+	cost, src := s.callCost(u)
+	call := state.Call{Agent: s.adapter.Kind(), Model: cmp.Or(u.Model, s.cfg.Agent.Model),
+		InputTokens: u.InputTokens, CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, OutputTokens: u.OutputTokens,
+		CostSource: string(src), DurationMS: res.Duration.Milliseconds()}
+	if src == agents.CostReported {
+		call.CostReportedUSD = cost
+		estimate := u
+		estimate.CostUSD, estimate.CostKnown = 0, false
+		call.CostEstimatedUSD, _ = s.callCost(estimate)
+	} else {
+		call.CostEstimatedUSD = cost
 	}
-	u.CostUSD += cost
+	st.Usage.AddCall(call)
+	s.event(state.AgentCallEvent, call.Event())
 	if ar.SessionID != "" {
-		u.AgentSessionID = ar.SessionID
+		st.Usage.AgentSessionID = ar.SessionID
 		s.sessionID = ar.SessionID
 	}
 	if a := s.currentAttempt(); a != nil {

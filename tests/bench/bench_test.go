@@ -68,6 +68,7 @@ func TestBench(t *testing.T) {
 	t.Run("ticks", b.ticks)
 	t.Run("output", b.output)
 	t.Run("status", b.status)
+	t.Run("report", b.report)
 	t.Run("claude", b.claude)
 	t.Run("bigtask", b.bigTask)
 	t.Run("reasons", b.reasons)

@@ -1,0 +1,295 @@
+package main
+
+import (
+	"bufio"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runr-dev/runr/internal/state"
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+// Formats of `runr report --format`.
+const (
+	reportTable    = "table"
+	reportJSON     = "json"
+	reportCSV      = "csv"
+	reportMarkdown = "markdown"
+)
+
+var reportFormats = []string{reportTable, reportJSON, reportCSV, reportMarkdown}
+
+// ReportOptions are the parsed arguments of `runr report`.
+type ReportOptions struct {
+	IO    *IOStreams
+	Store func() (*state.Store, error)
+	Now   func() time.Time
+
+	Since  time.Duration // 0: all runs
+	By     string        // "" or one of state.ReportGroupings
+	Format string
+}
+
+// NewCmdReport builds `runr report`; runF, when a test passes one, gets the
+// parsed options instead of reportRun.
+func NewCmdReport(f *Factory, runF func(*ReportOptions) error) *cobra.Command {
+	opts := &ReportOptions{IO: f.IO, Store: f.StoreRead, Now: time.Now}
+	var since string
+	cmd := &cobra.Command{
+		Use:   "report [--since D] [--by model|agent|reason|day] [--format table|json|csv|markdown]",
+		Short: "Sum up the runs of the store: outcomes, tokens, cost, time",
+		Long: `Sum up all runs of the store (or those created within --since, e.g. 7d,
+36h, 1d12h): runs, the share that completed, stop reasons with their counts,
+milestones approved, tokens by type, cost, elapsed time and cost per approved
+milestone. --by groups the runs: by the models of their agent calls (a run
+counts under each model it used, with that model's own tokens and cost), by
+agent, by stop reason, or by the day (UTC) they were created. It reads what
+runr status reads: the head of each run's state.json.
+
+--format table (the default) is for people; json (one object), csv and
+markdown are for other programs and pages.`,
+		Example: `  runr report
+  runr report --since 7d --by model
+  runr report --by day --format csv > runs.csv`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Lookup("since").Changed {
+				d, err := parseAge(since)
+				if err != nil {
+					return stopreasons.Errorf(stopreasons.UsageError, "--since %q: %v (e.g. 7d, 36h, 1d12h)", stopreasons.VisibleLine(since), err)
+				}
+				opts.Since = d
+			}
+			if opts.By != "" && !slices.Contains(state.ReportGroupings, opts.By) {
+				return stopreasons.Errorf(stopreasons.UsageError, "--by %s: no such grouping (groupings: %s)",
+					stopreasons.VisibleLine(opts.By), strings.Join(state.ReportGroupings, ", "))
+			}
+			if !slices.Contains(reportFormats, opts.Format) {
+				return stopreasons.Errorf(stopreasons.UsageError, "--format %s: no such format (formats: %s)",
+					stopreasons.VisibleLine(opts.Format), strings.Join(reportFormats, ", "))
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return reportRun(opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.Var(&typedFlag{value: &since, kind: "duration"}, "since", "only the runs created within this time: 7d, 36h, 1d12h (default: all)")
+	fl.StringVar(&opts.By, "by", "", "a row per group: "+strings.Join(state.ReportGroupings, ", "))
+	fl.StringVar(&opts.Format, "format", reportTable, "output format: "+strings.Join(reportFormats, ", "))
+	return cmd
+}
+
+// reportRun reads the summary of each run (the head of its state.json, as
+// status does) and writes the report.
+func reportRun(opts *ReportOptions) error {
+	store, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	ids, err := store.List()
+	if err != nil {
+		return err
+	}
+	var since time.Time
+	if opts.Since > 0 {
+		since = opts.Now().Add(-opts.Since)
+	}
+	var sums []*state.Summary
+	unreadable := 0
+	for _, id := range ids {
+		sum, err := store.Summary(id)
+		if err != nil {
+			unreadable++
+			continue
+		}
+		if !since.IsZero() && sum.CreatedAt.Before(since) {
+			continue
+		}
+		sum.RunStatus = store.LiveStatus(sum.RunID, sum.RunStatus)
+		sums = append(sums, sum)
+	}
+	if unreadable > 0 {
+		fmt.Fprintf(opts.IO.Err, "runr report: %d run(s) unreadable and left out (runr status lists them)\n", unreadable)
+	}
+	rep := state.BuildReport(sums, opts.By)
+	if !since.IsZero() {
+		s := since.UTC().Truncate(time.Second)
+		rep.Since = &s
+	}
+	out := bufio.NewWriterSize(opts.IO.Out, 64<<10)
+	switch opts.Format {
+	case reportJSON:
+		err = writeJSON(out, rep)
+	case reportCSV:
+		err = writeReportCSV(out, rep)
+	case reportMarkdown:
+		writeReportMarkdown(out, rep)
+	default:
+		err = writeReportTable(out, rep)
+	}
+	if err != nil {
+		return err
+	}
+	return out.Flush()
+}
+
+// reportColumns are the columns of the table, csv and markdown forms, after
+// the group's key.
+var reportColumns = []string{"runs", "completed", "stop_reasons", "milestones_approved", "milestones_total",
+	"calls", "input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens",
+	"cost_usd", "cost_source", "elapsed_ms", "cost_per_approved_milestone_usd"}
+
+// reportRows are the rows a form lists: the groups, or all runs without a
+// grouping.
+func reportRows(rep state.Report) []state.ReportRow {
+	if rep.By == "" {
+		return []state.ReportRow{rep.Total}
+	}
+	return rep.Rows
+}
+
+// keyHeader is the name of the first column.
+func keyHeader(rep state.Report) string {
+	if rep.By == "" {
+		return "runs_of"
+	}
+	return rep.By
+}
+
+// csvRecord is row r as the csv form writes it: plain numbers, the stop
+// reasons as code:n separated by semicolons, an empty cost per milestone
+// without an approved milestone.
+func csvRecord(r state.ReportRow) []string {
+	reasons := make([]string, 0, len(r.StopReasons))
+	for _, item := range r.StopReasonList() {
+		code, n, _ := strings.Cut(item, " ")
+		reasons = append(reasons, code+":"+n)
+	}
+	per := ""
+	if r.CostPerApprovedMilestoneUSD != nil {
+		per = strconv.FormatFloat(*r.CostPerApprovedMilestoneUSD, 'f', -1, 64)
+	}
+	i := strconv.Itoa
+	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
+	return []string{stopreasons.VisibleLine(r.Key), i(r.Runs), i(r.Completed), stopreasons.VisibleLine(strings.Join(reasons, ";")),
+		i(r.MilestonesApproved), i(r.MilestonesTotal), i(r.Calls), i64(r.InputTokens), i64(r.CacheReadTokens),
+		i64(r.CacheWriteTokens), i64(r.OutputTokens), strconv.FormatFloat(r.CostUSD, 'f', -1, 64), r.CostSource,
+		i64(r.ElapsedMS), per}
+}
+
+func writeReportCSV(w io.Writer, rep state.Report) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(append([]string{keyHeader(rep)}, reportColumns...)); err != nil {
+		return err
+	}
+	if rep.By == "" && rep.Total.Runs == 0 {
+		cw.Flush()
+		return cw.Error()
+	}
+	for _, r := range reportRows(rep) {
+		if err := cw.Write(csvRecord(r)); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// humanRow is row r as the table and markdown forms show it.
+func humanRow(r state.ReportRow) []string {
+	share := "-"
+	if r.Runs > 0 {
+		share = fmt.Sprintf("%d (%.0f%%)", r.Completed, 100*r.CompletedShare)
+	}
+	cost := reportUSD(r.CostUSD)
+	if r.CostSource != "" && r.CostSource != state.CostReported {
+		cost += " " + r.CostSource
+	}
+	per := "-"
+	if r.CostPerApprovedMilestoneUSD != nil {
+		per = reportUSD(*r.CostPerApprovedMilestoneUSD)
+	}
+	return []string{stopreasons.VisibleLine(r.Key), strconv.Itoa(r.Runs), share,
+		fmt.Sprintf("%d/%d", r.MilestonesApproved, r.MilestonesTotal), strconv.Itoa(r.Calls),
+		reportCount(r.InputTokens), reportCount(r.CacheReadTokens), reportCount(r.CacheWriteTokens), reportCount(r.OutputTokens),
+		cost, per, (time.Duration(r.ElapsedMS) * time.Millisecond).Round(time.Second).String(),
+		stopreasons.VisibleLine(strings.Join(r.StopReasonList(), ", "))}
+}
+
+var humanHeader = []string{"RUNS", "COMPLETED", "MILESTONES", "CALLS", "INPUT", "CACHE READ", "CACHE WRITE", "OUTPUT",
+	"COST", "PER MILESTONE", "ELAPSED", "STOP REASONS"}
+
+func writeReportTable(w io.Writer, rep state.Report) error {
+	if rep.Total.Runs == 0 {
+		if rep.Since != nil {
+			fmt.Fprintf(w, "No run created since %s.\n", rep.Since.Format(time.RFC3339))
+		} else {
+			fmt.Fprintln(w, "No runs yet. Start one with: runr run --task TASK.md -- AGENT...")
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.ToUpper(strings.ReplaceAll(keyHeader(rep), "_", " "))+"\t"+strings.Join(humanHeader, "\t"))
+	for _, r := range reportRows(rep) {
+		fmt.Fprintln(tw, strings.Join(humanRow(r), "\t"))
+	}
+	if rep.By != "" {
+		total := humanRow(rep.Total)
+		total[0] = "TOTAL"
+		fmt.Fprintln(tw, strings.Join(total, "\t"))
+	}
+	return tw.Flush()
+}
+
+func writeReportMarkdown(w io.Writer, rep state.Report) {
+	if rep.Total.Runs == 0 {
+		fmt.Fprintln(w, "No runs.")
+		return
+	}
+	cell := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+	header := append([]string{strings.ReplaceAll(keyHeader(rep), "_", " ")}, humanHeader...)
+	for i := range header {
+		header[i] = strings.ToLower(header[i])
+	}
+	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(header, " | "), strings.Repeat("---|", len(header)))
+	rows := reportRows(rep)
+	if rep.By != "" {
+		total := rep.Total
+		total.Key = "**total**"
+		rows = append(rows, total)
+	}
+	for _, r := range rows {
+		cells := humanRow(r)
+		for i := range cells {
+			cells[i] = cell(cells[i])
+		}
+		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+	}
+}
+
+// reportUSD is an amount of dollars: cents, or four decimals below a cent.
+func reportUSD(v float64) string {
+	if v != 0 && v < 0.01 {
+		return fmt.Sprintf("$%.4f", v)
+	}
+	return fmt.Sprintf("$%.2f", v)
+}
+
+// reportCount is a token count with thousands separators.
+func reportCount(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
