@@ -194,5 +194,26 @@ func TestKilledRunKeepsTheInterruptedCallsSpend(t *testing.T) {
 	require.NotNil(t, rec)
 	added, ok := rec["call_usage_added"].(map[string]any)
 	require.True(t, ok, "crash_recovered says what it added: %v", rec)
-	assert.InDelta(t, 0.40, added["cost_usd"], 1e-9)
+	assert.Equal(t, "reported", added["cost_source"])
+	assert.InDelta(t, 0.40, added["cost_reported_usd"], 1e-9)
+	// The interrupted call is in the cost ledger and its model's totals too.
+	var calls, interrupted int
+	runDir, err := latestRunDir(dir)
+	require.NoError(t, err)
+	for _, e := range timelineEvents(t, runDir) {
+		if e["type"] != "agent_call" {
+			continue
+		}
+		calls++
+		if data, _ := e["data"].(map[string]any); data["interrupted"] == true {
+			interrupted++
+		}
+	}
+	assert.Equal(t, 2, calls, "the interrupted call and the resumed one")
+	assert.Equal(t, 1, interrupted)
+	var modelCalls int
+	for _, m := range st.Usage.Models {
+		modelCalls += m.Calls
+	}
+	assert.Equal(t, 2, modelCalls)
 }

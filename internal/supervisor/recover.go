@@ -32,8 +32,11 @@ func (s *Supervisor) RecoverCrash(st *state.State) (bool, error) {
 	recovered := map[string]any{}
 	// The spend of the call in flight counts, as far as state.json knew
 	// it, before its group is stopped.
-	if u := recoverCallUsage(st); u != nil {
-		recovered["call_usage_added"] = u
+	if call, ok := recoverCallUsage(st, s.recoveredAgent(st)); ok {
+		ev := call.Event()
+		recovered["call_usage_added"] = ev
+		ev["interrupted"] = true
+		tl.Append(state.AgentCallEvent, st.Tick, st.Phase, ev)
 	}
 	if p := st.AgentProcess; p != nil {
 		stopped, err = worker.StopRecorded(worker.Proc{PID: p.PID, PGID: p.PGID, StartTime: p.StartTime}, s.cfg.Agent.KillGrace)
@@ -94,4 +97,14 @@ func (s *Supervisor) stopLeftovers() error {
 		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "stop the processes left by run %s", s.st.RunID)
 	}
 	return nil
+}
+
+// recoveredAgent is the kind of agent that made the call a crash cut
+// short: the agent the run was calling (agent.kind, or the fallback it had
+// switched to).
+func (s *Supervisor) recoveredAgent(st *state.State) string {
+	if s.cfg == nil {
+		return st.Usage.Agent
+	}
+	return agentSettings(s.cfg.Agent, st.AgentIndex).Kind
 }

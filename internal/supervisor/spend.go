@@ -202,21 +202,32 @@ func (w *spendWatch) stopped() (result, bool) {
 	return result{Event: Event{Outcome: AgentCostCap}, stop: sp}, true
 }
 
-// recoverCallUsage adds to the run's usage what the call in flight when
-// runr crashed had used as far as state.json knows (agent_process.usage),
-// and returns it for the timeline; nil when there was none.
-func recoverCallUsage(st *state.State) map[string]any {
+// recoverCallUsage adds to the run's usage, and to its model's totals,
+// what the call in flight when runr crashed had used as far as state.json
+// knew it, and clears that record so that it counts once. It returns the
+// call for the cost ledger (an agent_call event of the interrupted call),
+// or false when there was nothing to add. agent is the kind that made the
+// call.
+func recoverCallUsage(st *state.State, agent string) (state.Call, bool) {
 	p := st.AgentProcess
 	if p == nil || p.Usage == nil {
-		return nil
+		return state.Call{}, false
 	}
 	u := p.Usage
-	st.Usage.InputTokens += u.InputTokens
-	st.Usage.OutputTokens += u.OutputTokens
-	st.Usage.CostUSD += u.CostUSD
-	if u.CostSource == string(agents.CostEstimated) {
-		st.Usage.CostEstimated = true
+	call := state.Call{Agent: agent, Model: u.Model, InputTokens: u.InputTokens, CacheReadTokens: u.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens, OutputTokens: u.OutputTokens, CostSource: u.CostSource}
+	switch u.CostSource {
+	case state.CostReported:
+		call.CostReportedUSD = u.CostUSD
+	case state.CostEstimated:
+		call.CostEstimatedUSD = u.CostUSD
+	default:
+		call.CostSource = state.CostUnknown
 	}
+	if !p.StartedAt.IsZero() && !st.UpdatedAt.IsZero() && st.UpdatedAt.After(p.StartedAt) {
+		call.DurationMS = st.UpdatedAt.Sub(p.StartedAt).Milliseconds()
+	}
+	st.Usage.AddCall(call)
 	p.Usage = nil
-	return map[string]any{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens, "cost_usd": u.CostUSD, "cost_source": u.CostSource}
+	return call, true
 }

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -50,15 +51,28 @@ exec sleep 300
 
 func TestRecoverCallUsage(t *testing.T) {
 	st := &state.State{Usage: state.Usage{CostUSD: 1, InputTokens: 10, OutputTokens: 1}}
-	assert.Nil(t, recoverCallUsage(st), "no process, nothing to add")
-	st.AgentProcess = &state.Process{PID: 1}
-	assert.Nil(t, recoverCallUsage(st), "a process without usage adds nothing")
-	st.AgentProcess.Usage = &state.CallUsage{InputTokens: 5, OutputTokens: 2, CostUSD: 0.5, CostSource: "estimated"}
-	added := recoverCallUsage(st)
-	require.NotNil(t, added)
-	assert.Equal(t, state.Usage{CostUSD: 1.5, CostEstimated: true, InputTokens: 15, OutputTokens: 3}, st.Usage)
+	_, ok := recoverCallUsage(st, "claude")
+	assert.False(t, ok, "no process, nothing to add")
+	start := time.Date(2026, 11, 24, 1, 0, 0, 0, time.UTC)
+	st.AgentProcess = &state.Process{PID: 1, StartedAt: start}
+	st.UpdatedAt = start.Add(3 * time.Second)
+	_, ok = recoverCallUsage(st, "claude")
+	assert.False(t, ok, "a process without usage adds nothing")
+	st.AgentProcess.Usage = &state.CallUsage{InputTokens: 5, OutputTokens: 2, CacheReadTokens: 7, CostUSD: 0.5, CostSource: "estimated", Model: "claude-sonnet-4-5"}
+	call, ok := recoverCallUsage(st, "claude")
+	require.True(t, ok)
+	assert.Equal(t, state.Call{Agent: "claude", Model: "claude-sonnet-4-5", InputTokens: 5, OutputTokens: 2, CacheReadTokens: 7,
+		CostEstimatedUSD: 0.5, CostSource: "estimated", DurationMS: 3000}, call)
+	assert.InDelta(t, 1.5, st.Usage.CostUSD, 1e-9)
+	assert.True(t, st.Usage.CostEstimated)
+	assert.Equal(t, int64(15), st.Usage.InputTokens)
+	assert.Equal(t, int64(3), st.Usage.OutputTokens)
+	assert.Equal(t, int64(7), st.Usage.CacheReadTokens, "cache tokens count too")
+	require.Contains(t, st.Usage.Models, "claude-sonnet-4-5", "the model's totals have the call")
+	assert.Equal(t, 1, st.Usage.Models["claude-sonnet-4-5"].Calls)
 	assert.Nil(t, st.AgentProcess.Usage, "counted once")
-	assert.Nil(t, recoverCallUsage(st))
+	_, ok = recoverCallUsage(st, "claude")
+	assert.False(t, ok)
 }
 
 // A change of the usage less than a second after the last write is written
