@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -100,7 +101,12 @@ func (s *Supervisor) runProcess(ctx context.Context, phase string, spec worker.S
 	}
 	spec.OnStart = func(p worker.Proc) error {
 		s.st.AgentProcess = &state.Process{PID: p.PID, PGID: p.PGID, StartTime: p.StartTime, StartedAt: p.StartedAt.UTC(), Phase: phase, Argv0: spec.Argv[0]}
-		s.event("process_started", map[string]any{"pid": p.PID, "pgid": p.PGID, "argv0": spec.Argv[0]})
+		started := map[string]any{"pid": p.PID, "pgid": p.PGID, "argv0": spec.Argv[0]}
+		if phase != state.PhaseImplement {
+			// A check's command as configured: an agent's argv may carry the prompt.
+			started["command"] = commandLine(spec.Argv)
+		}
+		s.event("process_started", started)
 		// The process waits at its gate until this returns: unrecorded, a
 		// crash would leave it working beside the resume, so it does not
 		// run at all when the record cannot be written.
@@ -275,6 +281,8 @@ func (s *Supervisor) account(ar agents.Result, res worker.Result) {
 	u.InputTokens += ar.InputTokens
 	u.OutputTokens += ar.OutputTokens
 	cost, src := s.callCost(ar.Usage())
+	s.sum.call = &callSummary{Usage: ar.Usage(), source: src}
+	s.sum.call.CostUSD, s.sum.call.Model = cost, cmp.Or(ar.Model, s.cfg.Agent.Model)
 	if src == agents.CostEstimated {
 		u.CostEstimated = true
 	}
@@ -909,6 +917,15 @@ func (s *Supervisor) closeAttempt(outcome string, retry bool, signature, errText
 	s.event("attempt", map[string]any{"milestone": st.MilestoneIndex + 1, "outcome": outcome, "signature": signature,
 		"attempt_tick": a.Tick, "iteration": a.Iteration, "error": a.Error, "duration_ms": a.DurationMS,
 		"exit_code": a.ExitCode, "cost_usd": a.CostUSD, "log": a.Log, "progress": a.Progress})
+}
+
+// commandLine is a verify or review process's command as the user wrote
+// it: a verify command's sh -c text, a review command's words.
+func commandLine(argv []string) string {
+	if len(argv) == 3 && argv[0] == "sh" && argv[1] == "-c" {
+		return argv[2]
+	}
+	return strings.Join(argv, " ")
 }
 
 func appendLog(path, text string) {
