@@ -434,3 +434,38 @@ func runBound(t *testing.T, repo string) time.Duration {
 	require.NoError(t, json.Unmarshal(b, &st))
 	return time.Duration(st.ElapsedMS) * time.Millisecond
 }
+
+// runr resume and runr run --run-id of an existing run send the trace of
+// their own invocation: a run span with the run's id, and its ticks.
+func TestTelemetryContinuations(t *testing.T) {
+	repo := newRepo(t)
+	args := []string{"--prompt", "- [ ] one\n- [ ] two\n", "--verify", "true", "--", "fakeagent", "--do", "write a.txt m$RUNR_MILESTONE"}
+	code, stderr := runrNotified(t, repo, nil, append([]string{"run", "--run-id", "tel1", "--max-ticks", "1"}, args...)...)
+	require.Equal(t, 125, code, "stderr: %s", stderr)
+
+	check := func(r *receiver, reason string, firstTick int) {
+		t.Helper()
+		r.mu.Lock()
+		spans := r.spans
+		r.mu.Unlock()
+		runs := spansNamed(spans, "runr.run")
+		require.Len(t, runs, 1)
+		a := attrMap(runs[0].GetAttributes())
+		assert.Equal(t, "tel1", a["runr.run.id"])
+		assert.Equal(t, reason, a["runr.stop.reason"])
+		ticks := spansNamed(spans, "runr.tick")
+		require.NotEmpty(t, ticks)
+		assert.Equal(t, jsonString(firstTick), attrMap(ticks[0].GetAttributes())["runr.tick"], "the ticks of this invocation")
+	}
+
+	resumed := newHTTPReceiver(t)
+	code, stderr = runrNotified(t, repo, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + resumed.addr}, "resume", "tel1", "--max-ticks", "1")
+	require.Equal(t, 125, code, "stderr: %s", stderr)
+	check(resumed, "max_ticks", 2)
+
+	continued := newHTTPReceiver(t)
+	code, stderr = runrNotified(t, repo, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + continued.addr},
+		append([]string{"run", "--run-id", "tel1", "--max-ticks", "10"}, args...)...)
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	check(continued, "complete", 3)
+}
