@@ -299,9 +299,9 @@ func (s *Supervisor) tickData(phase string, res result) map[string]any {
 	if s.sum.verify != "" {
 		d["verify"], d["verify_ms"] = s.sum.verify, s.sum.verifyTime.Milliseconds()
 	}
-	if c := s.sum.call; c != nil {
-		d["agent"], d["model"], d["input_tokens"], d["output_tokens"] = s.cfg.Agent.Kind, c.Model, c.InputTokens, c.OutputTokens
-		d["cache_read_tokens"], d["cache_write_tokens"], d["call_cost_usd"], d["cost_source"] = c.CacheReadTokens, c.CacheWriteTokens, c.CostUSD, string(c.source)
+	if c := s.sum.call; c.source != "" {
+		d["model"], d["input_tokens"], d["output_tokens"], d["cache_read_tokens"] = c.Model, c.InputTokens, c.OutputTokens, c.CacheReadTokens
+		d["cache_write_tokens"], d["call_cost_usd"], d["cost_source"] = c.CacheWriteTokens, c.CostUSD, string(c.source)
 	}
 	if c := s.closest(); c != nil && c.Progress > 0 {
 		d["closest"] = fmt.Sprintf("%s %.0f%%", c.Name, c.Progress*100)

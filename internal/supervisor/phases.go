@@ -281,7 +281,7 @@ func (s *Supervisor) account(ar agents.Result, res worker.Result) {
 	u.InputTokens += ar.InputTokens
 	u.OutputTokens += ar.OutputTokens
 	cost, src := s.callCost(ar.Usage())
-	s.sum.call = &callSummary{Usage: ar.Usage(), source: src}
+	s.sum.call = callSummary{Usage: ar.Usage(), source: src}
 	s.sum.call.CostUSD, s.sum.call.Model = cost, cmp.Or(ar.Model, s.cfg.Agent.Model)
 	if src == agents.CostEstimated {
 		u.CostEstimated = true

@@ -224,7 +224,7 @@ func (o *observer) processStarted(ev supervisor.Observation) {
 	o.procPhase = ev.Phase
 	switch ev.Phase {
 	case "implement":
-		o.endCall(ev.Time)
+		o.endCall()
 		attrs := []attribute.KeyValue{attribute.String(attrAgent, o.agent), attribute.String(attrGenAIProvider, providerOf(o.agent)),
 			attribute.String(attrGenAISystem, providerOf(o.agent)), attribute.String(attrGenAIOperation, "invoke_agent")}
 		if o.model != "" {
@@ -359,7 +359,7 @@ func callCost(d map[string]any, src string) float64 {
 }
 
 // endCall ends a pending call whose usage never came (a stop mid-tick).
-func (o *observer) endCall(time.Time) {
+func (o *observer) endCall() {
 	if o.call != nil {
 		o.finishCall(map[string]any{})
 	}
@@ -390,7 +390,7 @@ func (o *observer) endTick(at time.Time, outcome string, d map[string]any) {
 		o.finishCall(d)
 	}
 	o.endProcess(at, nil)
-	o.endCall(at)
+	o.endCall()
 	if o.guard != nil {
 		o.guard.End(trace.WithTimestamp(at))
 		o.guard = nil
