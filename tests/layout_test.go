@@ -25,6 +25,7 @@ var allowedImports = map[string][]string{
 	"state":          {"worker", "stopreasons"},
 	"stopconditions": {"stopreasons"},
 	"watch":          {"doctor", "state", "stopconditions", "stopreasons"},
+	"telemetry":      {"supervisor", "stopreasons"},
 	"worker":         {},
 	"stopreasons":    {},
 }

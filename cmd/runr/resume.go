@@ -176,6 +176,9 @@ func continueRun(io *IOStreams, store *state.Store, repo, version string, plan *
 	}
 	sigs, stopSignals := notifySignals(signalNotice(live, grace))
 	defer stopSignals()
+	tel := startTelemetry(io, plan.Config, version)
+	// Deferred: the flush comes after the summary, and bounds the exit.
+	defer flushTelemetry(io, tel)
 	runner := &resume.Runner{
 		// The plan gives the run's own settings, flags, task and checkout.
 		Supervisor: supervisor.Options{
@@ -187,6 +190,7 @@ func continueRun(io *IOStreams, store *state.Store, repo, version string, plan *
 			Progress:   live.update,
 			LiveOutput: live.watching(),
 			Milestones: milestoneNotifier(io, plan.Config),
+			Observer:   tel.Observer(),
 		},
 		Auto:     auto,
 		Stopped:  func(st *state.State) { notifyStop(io, store, st, plan.Config) },

@@ -217,6 +217,9 @@ func runRun(opts *RunOptions) error {
 	live := newLiveLine(io, opts.Quiet)
 	sigs, stopSignals := notifySignals(signalNotice(live, cfg.Agent.KillGrace))
 	defer stopSignals()
+	tel := startTelemetry(io, cfg, opts.Version)
+	// Deferred: the flush comes after the summary, and bounds the exit.
+	defer flushTelemetry(io, tel)
 	runner := &resume.Runner{
 		Supervisor: supervisor.Options{
 			Config:     cfg,
@@ -231,6 +234,7 @@ func runRun(opts *RunOptions) error {
 			Progress:   live.update,
 			LiveOutput: live.watching(),
 			Milestones: milestoneNotifier(io, cfg),
+			Observer:   tel.Observer(),
 		},
 		Auto:     opts.AutoResume,
 		Stopped:  func(st *state.State) { notifyStop(io, store, st, cfg) },

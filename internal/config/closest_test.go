@@ -41,7 +41,7 @@ func TestClosestKeysAndValues(t *testing.T) {
 		{"continue", []string{"stop", "skip"}, nil},
 		{"max_ticks", names, []string{"budget.max_ticks"}},
 		{"stop.no", names, []string{"stop.noop", "stop.no_progress"}},
-		{"timeout", names, []string{"agent.timeout", "notify.timeout", "verify.timeout", "agent.idle_timeout"}},
+		{"timeout", names, []string{"agent.timeout", "notify.timeout", "verify.timeout", "telemetry.timeout", "agent.idle_timeout"}},
 		{"frobnicate", names, nil},
 		{"ab", []string{"a", "abc"}, []string{"a", "abc"}},
 	}

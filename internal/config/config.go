@@ -31,6 +31,7 @@ type Config struct {
 	Resume     Resume
 	Sandbox    Sandbox
 	Notify     Notify
+	Telemetry  Telemetry
 
 	// File is the config file that was read, "" when there was none.
 	File string
@@ -153,6 +154,15 @@ type Notify struct {
 	Format        string   // one of NotifyFormats
 	On            []string // of NotifyEvents
 	Timeout       time.Duration
+}
+
+// Telemetry is the `telemetry:` section: where OpenTelemetry traces and
+// metrics go, and how long their flush may delay runr's exit.
+type Telemetry struct {
+	// OTLPEndpoint is the collector's base URL; "" leaves it to
+	// OTEL_EXPORTER_OTLP_ENDPOINT, and with both unset telemetry is off.
+	OTLPEndpoint string
+	Timeout      time.Duration
 }
 
 // The values of notify.format and notify.on.
@@ -313,12 +323,13 @@ func (c *Config) Limits() stopconditions.Limits {
 }
 
 // Hash is the hex sha256 of the resolved settings without budget.*,
-// resume.* and notify.*: a resume may grant more budget, change the retry
-// policy or who is told of a stop without that counting as a changed config.
+// resume.*, notify.* and telemetry.*: a resume may grant more budget, change
+// the retry policy, who is told of a stop or where telemetry goes without
+// that counting as a changed config.
 func (c *Config) Hash() string {
 	rest := make(map[string]any, len(c.Raw))
 	for section, value := range c.Raw {
-		if section == "budget" || section == "resume" || section == "notify" {
+		if section == "budget" || section == "resume" || section == "notify" || section == "telemetry" {
 			continue
 		}
 		rest[section] = value

@@ -118,6 +118,8 @@ var keyDefs = func() []keyDef {
 		{"notify.format", kindNotifyFormat, NotifyJSON},
 		{"notify.on", kindNotifyOn, []string{NotifyOnStop}},
 		{"notify.timeout", kindDuration, "10s"},
+		{"telemetry.otlp_endpoint", kindString, ""},
+		{"telemetry.timeout", kindDuration, "5s"},
 	}
 }()
 

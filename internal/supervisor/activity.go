@@ -26,6 +26,14 @@ type tickSummary struct {
 	files      *FileCounts
 	verify     string // "passed" or "failed", when the tick ran the checks
 	verifyTime time.Duration
+	call       callSummary // the tick's agent call: its usage and cost
+}
+
+// callSummary is what an agent call used, as account counted it; source
+// is "" when the tick made no call.
+type callSummary struct {
+	agents.Usage
+	source agents.CostSource
 }
 
 func countsOf(d guard.Delta) *FileCounts {

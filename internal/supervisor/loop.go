@@ -259,7 +259,8 @@ func (s *Supervisor) finish(sp *stop) (*state.State, error) {
 		st.ResumeFrom = nil
 		st.Phase = state.PhaseStopped
 	}
-	s.event("stop", map[string]any{"code": string(sp.Code), "condition": sp.Condition, "message": sp.Message, "exit_code": reason.ExitCode})
+	s.event("stop", map[string]any{"code": string(sp.Code), "condition": sp.Condition, "message": sp.Message, "exit_code": reason.ExitCode,
+		"terminal_status": reason.TerminalStatus, "milestones": len(st.Milestones), "approved": st.Statistics.Approved})
 	err := s.save()
 	// The stop is the run's last record: the timeline keeps it even when
 	// state.json could not be written.
@@ -298,6 +299,10 @@ func (s *Supervisor) tickData(phase string, res result) map[string]any {
 	if s.sum.verify != "" {
 		d["verify"], d["verify_ms"] = s.sum.verify, s.sum.verifyTime.Milliseconds()
 	}
+	if c := s.sum.call; c.source != "" {
+		d["model"], d["input_tokens"], d["output_tokens"], d["cache_read_tokens"] = c.Model, c.InputTokens, c.OutputTokens, c.CacheReadTokens
+		d["cache_write_tokens"], d["call_cost_usd"], d["cost_source"] = c.CacheWriteTokens, c.CostUSD, string(c.source)
+	}
 	if c := s.closest(); c != nil && c.Progress > 0 {
 		d["closest"] = fmt.Sprintf("%s %.0f%%", c.Name, c.Progress*100)
 	}
@@ -326,6 +331,9 @@ func (s *Supervisor) closest() *state.ConditionProg {
 }
 
 func (s *Supervisor) report(event, msg string) {
+	if event == "tick" {
+		s.observe(TickStarted, nil)
+	}
 	s.o.Progress(s.progress(event, msg))
 }
 

@@ -101,7 +101,12 @@ func (s *Supervisor) runProcess(ctx context.Context, phase string, spec worker.S
 	}
 	spec.OnStart = func(p worker.Proc) error {
 		s.st.AgentProcess = &state.Process{PID: p.PID, PGID: p.PGID, StartTime: p.StartTime, StartedAt: p.StartedAt.UTC(), Phase: phase, Argv0: spec.Argv[0]}
-		s.event("process_started", map[string]any{"pid": p.PID, "pgid": p.PGID, "argv0": spec.Argv[0]})
+		started := map[string]any{"pid": p.PID, "pgid": p.PGID, "argv0": spec.Argv[0]}
+		if phase != state.PhaseImplement {
+			// A check's command as configured: an agent's argv may carry the prompt.
+			started["command"] = commandLine(spec.Argv)
+		}
+		s.event("process_started", started)
 		// The process waits at its gate until this returns: unrecorded, a
 		// crash would leave it working beside the resume, so it does not
 		// run at all when the record cannot be written.
@@ -284,6 +289,8 @@ func (s *Supervisor) account(ar agents.Result, res worker.Result) {
 	call := state.Call{Agent: s.adapter.Kind(), Model: cmp.Or(u.Model, s.cfg.Agent.Model),
 		InputTokens: u.InputTokens, CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, OutputTokens: u.OutputTokens,
 		CostSource: string(src), DurationMS: res.Duration.Milliseconds()}
+	s.sum.call = callSummary{Usage: u, source: src}
+	s.sum.call.CostUSD, s.sum.call.Model = cost, call.Model
 	if src == agents.CostReported {
 		call.CostReportedUSD = cost
 		estimate := u
@@ -933,6 +940,15 @@ func (s *Supervisor) closeAttempt(outcome string, retry bool, signature, errText
 	s.event("attempt", map[string]any{"milestone": st.MilestoneIndex + 1, "outcome": outcome, "signature": signature,
 		"attempt_tick": a.Tick, "iteration": a.Iteration, "error": a.Error, "duration_ms": a.DurationMS,
 		"exit_code": a.ExitCode, "cost_usd": a.CostUSD, "log": a.Log, "progress": a.Progress, "agent": a.Agent})
+}
+
+// commandLine is a verify or review process's command as the user wrote
+// it: a verify command's sh -c text, a review command's words.
+func commandLine(argv []string) string {
+	if len(argv) == 3 && argv[0] == "sh" && argv[1] == "-c" {
+		return argv[2]
+	}
+	return strings.Join(argv, " ")
 }
 
 func appendLog(path, text string) {

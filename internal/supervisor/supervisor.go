@@ -60,6 +60,8 @@ type Options struct {
 	// SandboxHelper is the executable re-run as the sandbox helper in
 	// front of a confined agent call; "" is runr's own (os.Executable).
 	SandboxHelper string
+	// Observer is told of each event of the run (telemetry); nil for none.
+	Observer Observer
 }
 
 // MilestoneNotifier is told when a milestone is approved; an error is
@@ -635,6 +637,13 @@ func (s *Supervisor) elapsed() time.Duration {
 // state.json does not hold (DESIGN §2: persist, then timeline).
 func (s *Supervisor) event(typ string, data map[string]any) {
 	s.pending = append(s.pending, pendingEvent{typ: typ, tick: s.st.Tick, phase: s.st.Phase, data: data})
+	s.observe(typ, data)
+}
+
+func (s *Supervisor) observe(typ string, data map[string]any) {
+	if s.o.Observer != nil {
+		s.o.Observer.Observe(Observation{RunID: s.st.RunID, Type: typ, Tick: s.st.Tick, Phase: s.st.Phase, Time: s.o.Now(), Data: data})
+	}
 }
 
 type pendingEvent struct {

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/telemetry"
+)
+
+// startTelemetry is the OpenTelemetry of a run with config cfg (nil: the
+// defaults), nil when it is off. One that cannot be set up is said once on
+// stderr and the run goes on without it.
+func startTelemetry(io *IOStreams, cfg *config.Config, version string) *telemetry.Telemetry {
+	o := telemetry.Options{Environ: io.Environ, Version: version}
+	if cfg != nil {
+		o.Endpoint, o.Timeout = cfg.Telemetry.OTLPEndpoint, cfg.Telemetry.Timeout
+		o.Agent, o.Model = cfg.Agent.Kind, cfg.Agent.Model
+	}
+	t, err := telemetry.New(context.Background(), o)
+	if err != nil {
+		fmt.Fprintf(io.Err, "runr: telemetry: %s\n", stopreasons.Visible(err.Error()))
+		return nil
+	}
+	return t
+}
+
+// flushTelemetry sends what is left within telemetry.timeout; a collector
+// down or slow is said once on stderr and changes no exit code.
+func flushTelemetry(io *IOStreams, t *telemetry.Telemetry) {
+	if err := t.Shutdown(); err != nil {
+		fmt.Fprintf(io.Err, "runr: telemetry: %s\n", stopreasons.Visible(err.Error()))
+	}
+}
