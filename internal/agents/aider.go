@@ -63,6 +63,29 @@ type aiderParser struct {
 	errs []string // error lines since the last successful LLM call
 }
 
+// UsageSoFar is the sum of the `Tokens:` lines so far, and the session cost
+// of the last one: aider prints one after each LLM call, as the call goes.
+// The model is the one aider announced when it started. Nothing marks
+// aider's last line, so the figures are never final before it exits.
+func (p *aiderParser) UsageSoFar() Usage { return p.res.Usage() }
+
+// aiderModelLine is aider's announcement of its model when it starts:
+// "Main model: anthropic/claude-sonnet-4-5 with diff edit format, ..."
+// ("Model: ..." when there is no separate weak model).
+func aiderModelLine(b []byte) (string, bool) {
+	rest, ok := bytes.CutPrefix(b, []byte("Main model:"))
+	if !ok {
+		if rest, ok = bytes.CutPrefix(b, []byte("Model:")); !ok {
+			return "", false
+		}
+	}
+	f := strings.Fields(string(rest))
+	if len(f) < 2 || f[1] != "with" || len(f[0]) > maxModelName || !plainWord(f[0]) {
+		return "", false
+	}
+	return f[0], true
+}
+
 func newAiderParser(req Request) *aiderParser {
 	return &aiderParser{req: req, out: tailBuffer{max: maxFinalText}}
 }
@@ -89,6 +112,13 @@ func (p *aiderParser) Line(line []byte) bool {
 		// were retries that recovered.
 		p.errs = p.errs[:0]
 		return false
+	}
+	if p.res.Model == "" && p.res.Turns == 0 {
+		// Only the announcement before the first LLM call names the model;
+		// a line of the model's answer that looks like it does not.
+		if m, ok := aiderModelLine(b); ok {
+			p.res.Model = m
+		}
 	}
 	if mayBeAiderError(b) && aiderErrLine.Match(b) {
 		p.errs = append(p.errs, string(b))

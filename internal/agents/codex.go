@@ -75,6 +75,16 @@ type codexParser struct {
 	lastErrMsg string
 }
 
+// UsageSoFar is the usage of the turns finished so far. codex exec --json
+// reports usage only in turn.completed (or turn.failed), summed over the
+// turn's requests, and exec runs one turn: the figures come when the call's
+// work is over, as its totals. Its events name no model.
+func (p *codexParser) UsageSoFar() Usage {
+	u := p.res.Usage()
+	u.Final = p.completed > 0 || p.failed
+	return u
+}
+
 func (p *codexParser) Line(line []byte) bool {
 	var ev codexEvent
 	if !decodeLine(line, &ev) {

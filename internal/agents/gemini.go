@@ -59,6 +59,7 @@ const (
 type geminiEvent struct {
 	Type      string `json:"type"`
 	SessionID string `json:"session_id"`
+	Model     string `json:"model"` // init: the -m model, or "auto" for the router
 	Role      string `json:"role"`
 	Content   string `json:"content"`
 	Delta     bool   `json:"delta"`
@@ -70,10 +71,40 @@ type geminiEvent struct {
 		Message string `json:"message"`
 	} `json:"error"`
 	Stats *struct {
-		InputTokens  int64 `json:"input_tokens"`
-		OutputTokens int64 `json:"output_tokens"`
-		Cached       int64 `json:"cached"`
+		InputTokens  int64                       `json:"input_tokens"`
+		OutputTokens int64                       `json:"output_tokens"`
+		Cached       int64                       `json:"cached"`
+		Models       map[string]geminiModelStats `json:"models"`
 	} `json:"stats"`
+}
+
+// geminiModelStats is one model's share of a call in the result's
+// stats.models.
+type geminiModelStats struct {
+	TotalTokens int64 `json:"total_tokens"`
+}
+
+// geminiRouted reports whether the init event's model is one of Gemini
+// CLI's router settings ("auto", "auto-gemini-2.5", ...), which pick the
+// model of each request: not a model a price applies to.
+func geminiRouted(model string) bool {
+	return model == "auto" || strings.HasPrefix(model, "auto-")
+}
+
+// geminiMainModel is the model of the result's stats.models that used the
+// most tokens (the router's classifier requests go to a smaller model than
+// the main loop's), ties to the first name in order; "" when there is none.
+func geminiMainModel(models map[string]geminiModelStats) string {
+	best, most := "", int64(-1)
+	for name, m := range models {
+		if name == "" || len(name) > maxModelName || !plainWord(name) {
+			continue
+		}
+		if m.TotalTokens > most || (m.TotalTokens == most && name < best) {
+			best, most = name, m.TotalTokens
+		}
+	}
+	return best
 }
 
 type geminiParser struct {
@@ -83,6 +114,16 @@ type geminiParser struct {
 	inMsg   bool            // the last event was part of an assistant message
 	result  *geminiEvent
 	lastErr string
+}
+
+// UsageSoFar is the result's figures once it came, else nothing: Gemini CLI
+// (0.61) prints usage only in its final result event (stats), no message
+// or tool event carries any. The result names the models it used
+// (stats.models); the init event the one given with -m.
+func (p *geminiParser) UsageSoFar() Usage {
+	u := p.res.Usage()
+	u.Final = p.result != nil
+	return u
 }
 
 func (p *geminiParser) Line(line []byte) bool {
@@ -96,6 +137,9 @@ func (p *geminiParser) Line(line []byte) bool {
 	switch ev.Type {
 	case "init":
 		p.res.SessionID = ev.SessionID
+		if !geminiRouted(ev.Model) && len(ev.Model) <= maxModelName && plainWord(ev.Model) {
+			p.res.Model = ev.Model
+		}
 	case "message":
 		if ev.Role != "assistant" {
 			break
@@ -124,6 +168,9 @@ func (p *geminiParser) Line(line []byte) bool {
 			p.res.InputTokens = ev.Stats.InputTokens
 			p.res.OutputTokens = ev.Stats.OutputTokens
 			p.res.CacheReadTokens = ev.Stats.Cached
+			if m := geminiMainModel(ev.Stats.Models); m != "" {
+				p.res.Model = m
+			}
 		}
 	}
 	return false

@@ -45,6 +45,7 @@ type opencodeEvent struct {
 	Part      *struct {
 		SessionID string   `json:"sessionID"`
 		Text      string   `json:"text"`
+		Reason    string   `json:"reason"` // step_finish: stop, tool-calls, length, ...
 		Cost      *float64 `json:"cost"`
 		Tokens    *struct {
 			Input  int64 `json:"input"`
@@ -75,6 +76,19 @@ type opencodeParser struct {
 	errCode  int
 	errorSet bool
 	resetAt  time.Time // from the failed response's rate limit headers
+	// The last step finished with reason "stop": the model ended its turn
+	// without a tool call, so opencode starts no further step.
+	lastStep bool
+}
+
+// UsageSoFar is the sum of the steps finished so far: opencode prints each
+// step's tokens and cost in its step_finish, as the call goes. A step that
+// finished with reason "stop" is the call's last one: its figures are the
+// call's totals.
+func (p *opencodeParser) UsageSoFar() Usage {
+	u := p.res.Usage()
+	u.Final = p.lastStep
+	return u
 }
 
 func (p *opencodeParser) Line(line []byte) bool {
@@ -91,12 +105,14 @@ func (p *opencodeParser) Line(line []byte) bool {
 	case "step_start":
 		// The final message is the text of the last step.
 		p.text = p.text[:0]
+		p.lastStep = false
 	case "text":
 		if ev.Part != nil && ev.Part.Text != "" {
 			p.text = append(p.text, ev.Part.Text)
 		}
 	case "step_finish":
 		p.steps++
+		p.lastStep = ev.Part != nil && ev.Part.Reason == "stop"
 		if ev.Part == nil {
 			break
 		}

@@ -45,11 +45,15 @@ type qwenEvent struct {
 	Type      string `json:"type"`
 	Subtype   string `json:"subtype"`
 	SessionID string `json:"session_id"`
+	Model     string `json:"model"` // system/init
 	Message   *struct {
+		ID      string `json:"id"`
+		Model   string `json:"model"`
 		Content []struct {
 			Type string `json:"type"`
 			Text string `json:"text"`
 		} `json:"content"`
+		Usage *claudeUsage `json:"usage"`
 	} `json:"message"`
 	// result
 	IsError  bool            `json:"is_error"`
@@ -73,6 +77,23 @@ type qwenParser struct {
 	lastText  string
 	apiError  string // the last assistant message that reported an API error
 	result    *qwenEvent
+	running   claudeRunning // the assistant messages' usage, as Claude Code's
+}
+
+// UsageSoFar is the call's usage: the result's totals once the result
+// came, else the sum of the assistant messages' usage so far (Qwen Code
+// prints each API response's usage with its assistant message, a message
+// id counting once as with Claude Code). No cost: Qwen Code reports none.
+func (p *qwenParser) UsageSoFar() Usage {
+	u := p.running.sum()
+	if rs := p.result; rs != nil {
+		if rs.Usage != nil {
+			u = Usage{InputTokens: rs.Usage.InputTokens, OutputTokens: rs.Usage.OutputTokens,
+				CacheReadTokens: rs.Usage.CacheReadInputTokens, Model: p.running.model}
+		}
+		u.Final = true
+	}
+	return u
 }
 
 func (p *qwenParser) Line(line []byte) bool {
@@ -84,10 +105,19 @@ func (p *qwenParser) Line(line []byte) bool {
 		p.sessionID = ev.SessionID
 	}
 	switch ev.Type {
+	case "system":
+		if ev.Subtype == "init" && ev.Model != "" && p.running.model == "" {
+			p.running.model = ev.Model
+		}
 	case "assistant":
 		if ev.Message == nil {
 			break
 		}
+		var mu claudeUsage
+		if ev.Message.Usage != nil {
+			mu = *ev.Message.Usage
+		}
+		p.running.add(ev.Message.ID, ev.Message.Model, mu)
 		var parts []string
 		for _, c := range ev.Message.Content {
 			if c.Type == "text" && c.Text != "" {
@@ -121,12 +151,12 @@ func (p *qwenParser) Finish(exitCode int, tail []byte) Result {
 			res.FinalText = lastBytes(*rs.Result, maxFinalText)
 		}
 		res.Turns = rs.NumTurns
-		if rs.Usage != nil {
-			res.InputTokens = rs.Usage.InputTokens
-			res.OutputTokens = rs.Usage.OutputTokens
-			res.CacheReadTokens = rs.Usage.CacheReadInputTokens
-		}
 	}
+	// The result's totals when it came; else (a call stopped or broken off
+	// before its result) what the messages so far used.
+	u := p.UsageSoFar()
+	res.InputTokens, res.OutputTokens, res.CacheReadTokens, res.CacheWriteTokens = u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens
+	res.Model = u.Model
 	res.Signal, res.SignalText = DetectSignal(res.FinalText, p.req.promise(), p.req.Prompt)
 	switch {
 	case rs == nil:
