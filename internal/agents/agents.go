@@ -143,15 +143,50 @@ func UsageSoFar(p Parser) (Usage, bool) {
 	return sanitizeUsage(r.UsageSoFar()), true
 }
 
+// MaxUsageTokens and MaxUsageCostUSD bound what one call's usage may count:
+// far beyond any real call, and small enough that a run's totals of
+// millions of such calls still add up (int64 tokens that do not wrap to a
+// negative total, a cost that does not sum to +Inf, which state.json
+// cannot hold). A figure above them counts as them.
+const (
+	MaxUsageTokens  int64   = 1 << 40
+	MaxUsageCostUSD float64 = 1e9
+)
+
 // sanitizeUsage keeps usage to amounts a budget can add up: the agent is
-// untrusted, and a negative count or cost it prints would hand budget back.
+// untrusted, and a negative count or cost it prints would hand budget back,
+// a huge one would overflow the run's totals.
 func sanitizeUsage(u Usage) Usage {
 	for _, n := range []*int64{&u.InputTokens, &u.OutputTokens, &u.CacheReadTokens, &u.CacheWriteTokens} {
-		*n = max(*n, 0)
+		*n = min(max(*n, 0), MaxUsageTokens)
 	}
-	if !(u.CostUSD >= 0) || math.IsInf(u.CostUSD, 0) || !u.CostKnown {
+	if !(u.CostUSD >= 0) || math.IsInf(u.CostUSD, -1) || !u.CostKnown {
 		u.CostUSD, u.CostKnown = 0, false
 	}
+	u.CostUSD = min(u.CostUSD, MaxUsageCostUSD)
+	return u
+}
+
+// atLeast is usage u grown by v, field by field: every count the larger of
+// the two, a cost once known kept (the larger when both are known), the
+// model v names if it names one. A call's usage so far never goes down:
+// figures that later output lowers, or a cost it stops giving, stay.
+func (u Usage) atLeast(v Usage) Usage {
+	u.InputTokens = max(u.InputTokens, v.InputTokens)
+	u.OutputTokens = max(u.OutputTokens, v.OutputTokens)
+	u.CacheReadTokens = max(u.CacheReadTokens, v.CacheReadTokens)
+	u.CacheWriteTokens = max(u.CacheWriteTokens, v.CacheWriteTokens)
+	if v.CostKnown {
+		if u.CostKnown {
+			u.CostUSD = max(u.CostUSD, v.CostUSD)
+		} else {
+			u.CostUSD, u.CostKnown = v.CostUSD, true
+		}
+	}
+	if v.Model != "" {
+		u.Model = v.Model
+	}
+	u.Final = u.Final || v.Final
 	return u
 }
 

@@ -191,6 +191,7 @@ type claudeParser struct {
 	retry     string // the error of the last api_retry
 	retryCode int
 	result    *claudeEvent
+	final     Usage // the largest totals and cost the result events gave
 	running   claudeRunning
 	// A rate_limit_event that said the subscription's limit rejected the
 	// call: when it resets and which window it is.
@@ -201,18 +202,15 @@ type claudeParser struct {
 
 // UsageSoFar is the call's usage: the result's totals and cost once the
 // result came, else the sum of the assistant messages so far (no cost: the
-// CLI reports it only in the result).
+// CLI reports it only in the result). The result's totals are the call's,
+// so no smaller than its messages' sum: a count the result gives lower (or
+// leaves out) stays at the sum, so that the usage never goes down.
 func (p *claudeParser) UsageSoFar() Usage {
 	u := p.running.sum()
-	if rs := p.result; rs != nil {
-		if rs.Usage != nil {
-			u = rs.Usage.usage()
-			u.Model = p.running.model
-		}
-		if rs.TotalCostUSD != nil {
-			u.CostUSD, u.CostKnown = *rs.TotalCostUSD, true
-		}
-		u.Final = true
+	if p.result != nil {
+		model := u.Model
+		u = u.atLeast(p.final)
+		u.Model, u.Final = model, true
 	}
 	return u
 }
@@ -271,6 +269,14 @@ func (p *claudeParser) Line(line []byte) bool {
 	case "result":
 		r := ev
 		p.result = &r
+		var f Usage
+		if r.Usage != nil {
+			f = r.Usage.usage()
+		}
+		if r.TotalCostUSD != nil {
+			f.CostUSD, f.CostKnown = *r.TotalCostUSD, true
+		}
+		p.final = p.final.atLeast(sanitizeUsage(f))
 	}
 	return false
 }

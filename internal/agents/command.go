@@ -97,16 +97,19 @@ type commandParser struct {
 	signals *signalDetector
 	out     tailBuffer
 	chunked bool  // the tail comes from Chunk
-	usage   Usage // from the last well-formed RUNR_USAGE line
+	usage   Usage // from the well-formed RUNR_USAGE lines
 }
 
-// UsageSoFar is the last well-formed RUNR_USAGE line's figures.
+// UsageSoFar is the last well-formed RUNR_USAGE line's figures, none lower
+// than an earlier line's: each line holds the call's totals so far, and a
+// total does not go down (a line that lowers one, or gives no cost_usd
+// after one that did, keeps the figure so far).
 func (p *commandParser) UsageSoFar() Usage { return p.usage }
 
 func (p *commandParser) Line(line []byte) bool {
 	p.signals.line(line)
 	if u, ok := ParseUsageLine(line); ok {
-		p.usage = u
+		p.usage = p.usage.atLeast(u)
 	}
 	if !p.chunked {
 		p.out.writeLine(line)

@@ -163,12 +163,13 @@ func TestCommandUsageLastLineCounts(t *testing.T) {
 	assert.Equal(t, SignalDone, res.Signal)
 	assert.Equal(t, Usage{InputTokens: 300, OutputTokens: 30, CostUSD: 0.05, CostKnown: true, Model: "gpt-5"}, res.Usage())
 
-	// A later line without cost_usd takes the cost back to unknown: each
-	// line holds the totals so far.
+	// A later line without cost_usd keeps the cost reported so far: a
+	// call's spend never goes down (TestCommandUsageNeverGoesDown).
 	p = mustLookup(t, "command").NewParser(Request{Prompt: "task", Command: []string{"agent"}})
 	feedLines(p, "RUNR_USAGE: input_tokens=1 output_tokens=1 cost_usd=1", "RUNR_USAGE: input_tokens=2 output_tokens=2")
 	res = p.Finish(0, nil)
-	assert.False(t, res.CostKnown)
+	assert.True(t, res.CostKnown)
+	assert.Equal(t, 1.0, res.CostUSD)
 	assert.Equal(t, int64(2), res.InputTokens)
 }
 
@@ -207,4 +208,58 @@ func FuzzUsageLine(f *testing.F) {
 			t.Fatalf("model of %d bytes", len(u.Model))
 		}
 	})
+}
+
+// The spend of a call never goes down while it runs: a RUNR_USAGE line
+// with lower totals than an earlier one, or without the cost_usd an
+// earlier one gave, does not hand budget back (the agent is untrusted).
+func TestCommandUsageNeverGoesDown(t *testing.T) {
+	p := mustLookup(t, "command").NewParser(Request{Prompt: "task", Command: []string{"agent"}})
+	feedLines(p,
+		"RUNR_USAGE: input_tokens=1000 output_tokens=100 cache_read_tokens=50 cost_usd=0.90 model=gpt-5",
+		"RUNR_USAGE: input_tokens=1 output_tokens=1 cost_usd=0.01",
+	)
+	u, _ := UsageSoFar(p)
+	assert.Equal(t, Usage{InputTokens: 1000, OutputTokens: 100, CacheReadTokens: 50, CostUSD: 0.90, CostKnown: true, Model: "gpt-5"}, u)
+
+	// A line without cost_usd after one with it keeps the cost reported so
+	// far; higher counts count.
+	feedLines(p, "RUNR_USAGE: input_tokens=2000 output_tokens=50")
+	res := p.Finish(0, nil)
+	assert.Equal(t, Usage{InputTokens: 2000, OutputTokens: 100, CacheReadTokens: 50, CostUSD: 0.90, CostKnown: true, Model: "gpt-5"}, res.Usage())
+}
+
+// A result event whose usage is smaller than what the call's messages
+// used (or a second, smaller result) does not lower the call's usage.
+func TestClaudeResultNeverLowersTheUsage(t *testing.T) {
+	p := mustLookup(t, "claude").NewParser(Request{Prompt: "task"})
+	feedLines(p,
+		assistantLine("msg_1", "claude-opus-4-5", "text", 5000, 700, 100, 200),
+		`{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"done","session_id":"s1","usage":{},"total_cost_usd":0.5}`,
+	)
+	u, _ := UsageSoFar(p)
+	assert.Equal(t, Usage{InputTokens: 5000, OutputTokens: 700, CacheReadTokens: 100, CacheWriteTokens: 200, CostUSD: 0.5, CostKnown: true,
+		Model: "claude-opus-4-5", Final: true}, u)
+	feedLines(p, `{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"done","session_id":"s1",`+
+		`"usage":{"input_tokens":9000,"output_tokens":1},"total_cost_usd":0.1}`)
+	res := p.Finish(0, nil)
+	assert.Equal(t, Usage{InputTokens: 9000, OutputTokens: 700, CacheReadTokens: 100, CacheWriteTokens: 200, CostUSD: 0.5, CostKnown: true,
+		Model: "claude-opus-4-5"}, res.Usage())
+}
+
+// Counts and costs too large to add up are kept to amounts that do: two
+// counts near the int64 limit would otherwise wrap to a negative total
+// that no token budget reaches, and a cost near the float64 limit would
+// sum to +Inf, which state.json cannot hold.
+func TestUsageTooLargeToAddUpIsBounded(t *testing.T) {
+	p := mustLookup(t, "command").NewParser(Request{Prompt: "task", Command: []string{"agent"}})
+	feedLines(p, "RUNR_USAGE: input_tokens=9223372036854775807 output_tokens=9223372036854775807 cache_read_tokens=9223372036854775807 cost_usd=1e308")
+	u, _ := UsageSoFar(p)
+	assert.Equal(t, MaxUsageTokens, u.InputTokens)
+	assert.Positive(t, u.Tokens())
+	assert.Positive(t, u.Tokens()+u.Tokens()+u.CacheReadTokens, "still positive added to a run's totals")
+	assert.Equal(t, MaxUsageCostUSD, u.CostUSD)
+	res := p.Finish(0, nil)
+	assert.Equal(t, MaxUsageTokens, res.OutputTokens)
+	assert.Equal(t, MaxUsageCostUSD, res.CostUSD)
 }

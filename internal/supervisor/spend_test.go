@@ -92,3 +92,35 @@ echo "RUNR_STATUS: done"
 	assert.Equal(t, int64(250), st.Usage.InputTokens)
 	assert.Equal(t, int64(20), st.Usage.OutputTokens)
 }
+
+// Token counts at the int64 limit do not wrap to a negative total that no
+// token budget reaches: the call is stopped, and the run's totals stay
+// positive.
+func TestSpendHugeTokenCountsStopTheCall(t *testing.T) {
+	r := newRun(t, "# T\n- [ ] one\n")
+	r.agent(`echo "RUNR_USAGE: input_tokens=9223372036854775807 output_tokens=9223372036854775807"
+exec sleep 300
+`)
+	r.set("budget.max_tokens", 1000)
+	r.set("agent.timeout", "30s")
+	st := r.start()
+	require.NotNil(t, st.StopReason)
+	assert.Equal(t, stopreasons.BudgetExceeded, st.StopReason.Code, "%s", st.StopReason.Message)
+	assert.Equal(t, "budget.max_tokens", st.StopReason.Condition)
+	assert.Positive(t, st.Usage.InputTokens+st.Usage.OutputTokens)
+}
+
+// A RUNR_USAGE line with lower totals than an earlier one does not lower
+// the call's spend: the run counts the highest.
+func TestSpendALowerUsageLineDoesNotLowerTheSpend(t *testing.T) {
+	r := newRun(t, "# T\n- [ ] one\n")
+	r.agent(`echo "RUNR_USAGE: input_tokens=900 output_tokens=90 cost_usd=0.90"
+echo "RUNR_USAGE: input_tokens=1 output_tokens=1 cost_usd=0.01"
+echo "RUNR_STATUS: done"
+`)
+	r.set("budget.max_cost_usd", 5.0)
+	st := r.start()
+	require.NotNil(t, st.StopReason)
+	assert.InDelta(t, 0.90, st.Usage.CostUSD, 1e-9)
+	assert.Equal(t, int64(900), st.Usage.InputTokens)
+}
