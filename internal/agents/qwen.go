@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -78,6 +79,7 @@ type qwenParser struct {
 	apiError  string // the last assistant message that reported an API error
 	result    *qwenEvent
 	running   claudeRunning // the assistant messages' usage, as Claude Code's
+	final     Usage         // the highest totals the result events gave
 }
 
 // UsageSoFar is the call's usage: the result's totals once the result
@@ -86,12 +88,13 @@ type qwenParser struct {
 // id counting once as with Claude Code). No cost: Qwen Code reports none.
 func (p *qwenParser) UsageSoFar() Usage {
 	u := p.running.sum()
-	if rs := p.result; rs != nil {
-		if rs.Usage != nil {
-			u = Usage{InputTokens: rs.Usage.InputTokens, OutputTokens: rs.Usage.OutputTokens,
-				CacheReadTokens: rs.Usage.CacheReadInputTokens, Model: p.running.model}
-		}
-		u.Final = true
+	if p.result != nil {
+		// The results' totals are the call's, so no smaller than its
+		// messages' sum or an earlier result: a count one gives lower (or
+		// leaves out) stays, and the usage never goes down.
+		model := u.Model
+		u = u.atLeast(p.final)
+		u.Model, u.Final = cmp.Or(model, p.running.model), true
 	}
 	return u
 }
@@ -136,6 +139,10 @@ func (p *qwenParser) Line(line []byte) bool {
 	case "result":
 		r := ev
 		p.result = &r
+		if r.Usage != nil {
+			p.final = p.final.atLeast(sanitizeUsage(Usage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens,
+				CacheReadTokens: r.Usage.CacheReadInputTokens}))
+		}
 	}
 	return false
 }

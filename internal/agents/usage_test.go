@@ -263,3 +263,19 @@ func TestUsageTooLargeToAddUpIsBounded(t *testing.T) {
 	assert.Equal(t, MaxUsageTokens, res.OutputTokens)
 	assert.Equal(t, MaxUsageCostUSD, res.CostUSD)
 }
+
+// Qwen Code's result, like Claude Code's, never lowers the usage its
+// messages added up, nor an earlier result's.
+func TestQwenResultNeverLowersTheUsage(t *testing.T) {
+	p := mustLookup(t, "qwen").NewParser(Request{Prompt: "task"})
+	feedLines(p,
+		`{"type":"assistant","session_id":"s1","message":{"id":"m1","model":"qwen3-coder-plus","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":5000,"output_tokens":700,"cache_read_input_tokens":100}}}`,
+		`{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"done","session_id":"s1","usage":{}}`,
+	)
+	u, _ := UsageSoFar(p)
+	assert.Equal(t, Usage{InputTokens: 5000, OutputTokens: 700, CacheReadTokens: 100, Model: "qwen3-coder-plus", Final: true}, u)
+	feedLines(p, `{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"done","session_id":"s1","usage":{"input_tokens":9000,"output_tokens":1}}`)
+	feedLines(p, `{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"done","session_id":"s1","usage":{"input_tokens":10,"output_tokens":1}}`)
+	res := p.Finish(0, nil)
+	assert.Equal(t, Usage{InputTokens: 9000, OutputTokens: 700, CacheReadTokens: 100, Model: "qwen3-coder-plus"}, res.Usage())
+}

@@ -236,6 +236,11 @@ func (s *Supervisor) implement(ctx context.Context) result {
 			return s.fallbackOn(ctx, result{Event: Event{Outcome: Fault, Code: stopreasons.WorkerNotFound},
 				stop: &stop{Stop: stopreasons.Stop{Condition: "agent.command", Message: err.Error(), Details: &stopreasons.StopDetails{Command: s.program}}}}, time.Time{}, agents.LimitNone, false)
 		}
+		// A call that ran and then failed runr (its log could not be
+		// written) spent what it used: counted, not handed back on resume.
+		if u, ok := agents.UsageSoFar(parser); ok && (u.Tokens() > 0 || u.CacheReadTokens > 0 || u.CostUSD > 0) {
+			s.account(parser.Finish(res.ExitCode, res.Tail), res)
+		}
 		return fault(err)
 	}
 	spend.close()
