@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -134,6 +135,20 @@ func (l *liveLine) update(p supervisor.Progress) {
 	if l.off {
 		return
 	}
+	if p.Event == "note" {
+		// A parallel run's own news (a milestone merged or requeued): a
+		// line of its own, on a terminal above the live line.
+		l.mu.Lock()
+		if l.io.ErrTTY {
+			l.clear()
+		}
+		fmt.Fprintf(l.io.Err, "runr: %s\n", stopreasons.VisibleLine(p.Message))
+		if l.io.ErrTTY && l.last.Event != "" {
+			l.draw()
+		}
+		l.mu.Unlock()
+		return
+	}
 	if p.Event == "activity" {
 		if p.Activity == nil {
 			return
@@ -144,6 +159,9 @@ func (l *liveLine) update(p supervisor.Progress) {
 			return
 		}
 		if p.Activity.Kind != agents.ActivityOutput {
+			if p.Worker > 0 {
+				text = fmt.Sprintf("worker %d: %s", p.Worker, text)
+			}
 			l.mu.Lock()
 			fmt.Fprintln(l.io.Err, "runr:   "+text)
 			l.mu.Unlock()
@@ -176,7 +194,7 @@ func (l *liveLine) update(p supervisor.Progress) {
 		return
 	}
 	// Not a terminal: one line when a tick starts, nothing on redraws.
-	if p.Event == "tick" && p.Tick != prev.Tick || p.Event == "wait" && p.WaitingTill != prev.WaitingTill {
+	if p.Event == "tick" && (p.Tick != prev.Tick || p.Worker != prev.Worker) || p.Event == "wait" && p.WaitingTill != prev.WaitingTill {
 		fmt.Fprintln(l.io.Err, "runr: "+l.text(p))
 	}
 }
@@ -229,6 +247,9 @@ func (l *liveLine) text(p supervisor.Progress) string {
 		stopreasons.VisibleLine(p.Phase),
 		fmt.Sprintf("milestone %d/%d", p.Milestone, p.Milestones),
 	}
+	if p.Worker > 0 {
+		parts = append([]string{fmt.Sprintf("worker %d", p.Worker)}, parts...)
+	}
 	el := p.Elapsed.Round(time.Second).String()
 	if p.Budget > 0 {
 		el += "/" + p.Budget.String()
@@ -260,6 +281,9 @@ func tickLine(p supervisor.Progress) string {
 		fmt.Sprintf("milestone %d/%d", p.Milestone, p.Milestones),
 		stopreasons.VisibleLine(p.Phase),
 		outcome,
+	}
+	if p.Worker > 0 {
+		parts = append([]string{fmt.Sprintf("worker %d", p.Worker)}, parts...)
 	}
 	if f := p.Files; f != nil {
 		parts = append(parts, fmt.Sprintf("files +%d ~%d -%d", f.Added, f.Modified, f.Deleted))
@@ -381,7 +405,10 @@ func printSummary(io *IOStreams, store *state.Store, st *state.State, cfg *confi
 		fmt.Fprintf(w, " · $%.2f", st.Usage.CostUSD)
 	}
 	fmt.Fprintln(w)
-	if st.Branch != "" {
+	switch {
+	case st.Parallel != nil && st.Branch != "":
+		printParallel(w, st)
+	case st.Branch != "":
 		fmt.Fprintf(w, "  worktree %s (branch %s)\n", shownPath(st.Worktree), stopreasons.VisibleLine(st.Branch))
 	}
 	printSwitches(w, st)
@@ -392,6 +419,24 @@ func printSummary(io *IOStreams, store *state.Store, st *state.State, cfg *confi
 	}
 	printUncommitted(io, st, cfg)
 	fmt.Fprintf(w, "  details: runr doctor %s\n", st.RunID)
+}
+
+// printParallel says where a parallel run's result is: the integration
+// branch, and on completion how to take it into the user's branch.
+func printParallel(w io.Writer, st *state.State) {
+	branch := stopreasons.VisibleLine(st.Branch)
+	merged := 0
+	for _, m := range st.Milestones {
+		if m.Status == state.MilestoneApproved {
+			merged++
+		}
+	}
+	fmt.Fprintf(w, "  integration branch %s: %d of %d milestone(s) merged and verified\n", branch, merged, len(st.Milestones))
+	if st.StopReason != nil && st.StopReason.Code == stopreasons.Complete {
+		fmt.Fprintf(w, "  take the result: git merge %s\n", branch)
+	} else if st.Worktree != "" {
+		fmt.Fprintf(w, "  worktrees kept for inspection under %s\n", shownPath(filepath.Dir(st.Worktree)))
+	}
 }
 
 // printUncommitted ends the summary of a completed run that left its work

@@ -17,8 +17,22 @@ const MilestoneTrailer = "Runr-Milestone"
 // as `git worktree add -B branch path start`: a branch left by an earlier
 // attempt is moved to start.
 func AddWorktreeAt(ctx context.Context, repo, path, branch, start string) error {
-	if _, err := git(ctx, repo, "worktree", "add", "--quiet", "-B", branch, path, start); err != nil {
+	// --force: the branch may still be checked out in an idle worker's
+	// worktree, which never commits on it again.
+	if _, err := git(ctx, repo, "worktree", "add", "--quiet", "--force", "-B", branch, path, start); err != nil {
 		return fmt.Errorf("create worktree %s on branch %s at %s: %w", path, branch, short(start), err)
+	}
+	return nil
+}
+
+// SwitchTo checks out, in the existing worktree at dir, branch reset to
+// commit start (created when missing), discarding whatever the tree held.
+func SwitchTo(ctx context.Context, dir, branch, start string) error {
+	if _, err := git(ctx, dir, "checkout", "--quiet", "--force", "--ignore-other-worktrees", "-B", branch, start); err != nil {
+		return fmt.Errorf("check out %s at %s in %s: %w", branch, short(start), dir, err)
+	}
+	if _, err := git(ctx, dir, "clean", "-q", "-f", "-f", "-d"); err != nil {
+		return fmt.Errorf("clean %s: %w", dir, err)
 	}
 	return nil
 }

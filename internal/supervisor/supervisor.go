@@ -106,6 +106,9 @@ type Progress struct {
 	VerifyTime time.Duration // how long the checks took
 	// An activity is what the agent is doing now; only Event is set beside it.
 	Activity *agents.Activity
+	// Worker is the worker of a parallel run the progress is of (1-based);
+	// 0 for a sequential run and the parallel run's own events.
+	Worker int
 }
 
 // Supervisor runs one run.
