@@ -94,6 +94,7 @@ type coordinator struct {
 	integ  string // the integration worktree
 	branch string // the integration branch
 	start  time.Time
+	baseMS int64 // elapsed_ms before this invocation
 
 	done  chan finished
 	queue []job // milestones waiting for a worker, requeued ones first
@@ -144,13 +145,7 @@ func Run(ctx context.Context, o Options) (*state.State, error) {
 		return nil, err
 	}
 	defer lock.Release()
-	c := &coordinator{o: so, cfg: cfg, store: so.Store, st: st, runDir: so.Store.RunDir(id), groups: supervisor.MilestoneGroups(so.Prompt),
-		home: filepath.Join(so.Store.Home, "worktrees", id), branch: "runr/" + id, start: so.Now(),
-		done: make(chan finished, n), live: map[int]figures{}}
-	c.integ = filepath.Join(c.home, "main")
-	for k := 1; k <= n; k++ {
-		c.slots = append(c.slots, &slot{signals: make(chan os.Signal, 4), WorkerSlot: state.WorkerSlot{Worker: k}})
-	}
+	c := newCoordinator(so, st)
 	if c.tl, err = so.Store.OpenTimeline(id); err != nil {
 		return c.finish(internalStop(err))
 	}
@@ -160,6 +155,140 @@ func Run(ctx context.Context, o Options) (*state.State, error) {
 		return c.finish(sp)
 	}
 	return c.finish(c.loop(ctx))
+}
+
+// Continue resumes the parallel run st (loaded, planned and locked by the
+// caller) until it stops. The process groups the workers of a crashed runr
+// left are stopped first; the integration branch is brought back to its
+// last milestone commit (a merge under way when runr died is undone, one
+// already committed counts by its trailer); each unmerged milestone starts
+// again from its branch, its work carried onto the integration head.
+func Continue(ctx context.Context, o Options, st *state.State) (*state.State, error) {
+	so := o.Supervisor
+	if so.Now == nil {
+		so.Now = time.Now
+	}
+	if so.Progress == nil {
+		so.Progress = func(supervisor.Progress) {}
+	}
+	if st.Parallel == nil {
+		return st, stopreasons.Errorf(stopreasons.InternalError, "run %s is not a parallel run", st.RunID)
+	}
+	c := newCoordinator(so, st)
+	var err error
+	if c.tl, err = so.Store.OpenTimeline(st.RunID); err != nil {
+		return c.finish(internalStop(err))
+	}
+	defer c.tl.Close()
+	st.RunStatus, st.StopReason, st.StoppedAt, st.ResumeFrom = stopreasons.RunRunning, nil, nil, nil
+	st.Phase = state.PhaseImplement
+	if sp := c.recover(ctx); sp != nil {
+		return c.finish(sp)
+	}
+	c.event("run_resumed", map[string]any{"milestone": st.MilestoneIndex + 1, "workers": len(c.slots)})
+	if err := c.save(); err != nil {
+		return c.finish(internalStop(err))
+	}
+	return c.finish(c.loop(ctx))
+}
+
+func newCoordinator(so supervisor.Options, st *state.State) *coordinator {
+	n := max(1, min(st.Parallel.Workers, state.MaxWorkers))
+	if len(st.Parallel.Requeues) != len(st.Milestones) {
+		st.Parallel.Requeues = make([]int, len(st.Milestones))
+	}
+	c := &coordinator{o: so, cfg: so.Config, store: so.Store, st: st, runDir: so.Store.RunDir(st.RunID), groups: supervisor.MilestoneGroups(st.Task.Prompt),
+		home: filepath.Join(so.Store.Home, "worktrees", st.RunID), branch: "runr/" + st.RunID, start: so.Now(), baseMS: st.ElapsedMS,
+		done: make(chan finished, n), live: map[int]figures{}}
+	c.integ = filepath.Join(c.home, "main")
+	for k := 1; k <= n; k++ {
+		c.slots = append(c.slots, &slot{signals: make(chan os.Signal, 4), WorkerSlot: state.WorkerSlot{Worker: k}})
+	}
+	return c
+}
+
+// recover brings a stopped or crashed run back to a state the loop can go
+// on from: no worker process alive, the integration worktree at its last
+// commit, every milestone merged by its trailer approved, the others
+// pending with their branches' work to carry.
+func (c *coordinator) recover(ctx context.Context) *stopreasons.Stop {
+	children, _ := filepath.Glob(filepath.Join(c.runDir, "workers", "w*", "runs", "*", "state.json"))
+	for _, path := range children {
+		home := filepath.Dir(filepath.Dir(filepath.Dir(path)))
+		store, err := state.Open(home)
+		if err != nil {
+			return internalStop(err)
+		}
+		child, err := store.Load(filepath.Base(filepath.Dir(path)))
+		if err != nil || child.StopReason != nil {
+			continue // finished, or unreadable: it holds no live process
+		}
+		sup := supervisor.New(supervisor.Options{Config: c.cfg, Store: store, Now: c.o.Now})
+		if _, err := sup.RecoverCrash(child); err != nil {
+			return internalStop(err)
+		}
+		// The spend of a worker whose runr died was never added to the run's.
+		c.st.Usage.CostUSD += child.Usage.CostUSD
+		c.st.Usage.InputTokens += child.Usage.InputTokens
+		c.st.Usage.OutputTokens += child.Usage.OutputTokens
+		c.st.Tick += child.Tick
+		c.st.Iteration += child.Iteration
+		c.st.Counters.Attempts += child.Counters.Attempts
+		c.spent.add(figures{cost: child.Usage.CostUSD, tokens: child.Usage.InputTokens + child.Usage.OutputTokens,
+			iterations: child.Iteration, ticks: child.Tick, attempt: child.Counters.Attempts})
+		child.RunStatus = stopreasons.RunStopped
+		now := c.o.Now().UTC()
+		child.StoppedAt = &now
+		child.StopReason = state.NewStopReason(stopreasons.Terminated, 0, "the parallel run's runr died; the milestone starts again from its branch")
+		_ = store.Save(child)
+	}
+	if _, err := os.Stat(c.integ); err != nil {
+		head := c.st.Parallel.Base
+		if tip, err := guard.RevParse(ctx, c.o.Repo, c.branch); err == nil {
+			head = tip
+		}
+		if err := guard.AddWorktreeAt(ctx, c.o.Repo, c.integ, c.branch, head); err != nil {
+			return &stopreasons.Stop{Code: stopreasons.EnvironmentInvalid, Message: err.Error()}
+		}
+	}
+	if err := guard.ResetTo(ctx, c.integ, "HEAD"); err != nil {
+		return internalStop(err)
+	}
+	merged, err := guard.MergedMilestones(ctx, c.integ, c.st.Parallel.Base)
+	if err != nil {
+		return internalStop(err)
+	}
+	head, err := guard.Head(ctx, c.integ)
+	if err != nil {
+		return internalStop(err)
+	}
+	queued := c.st.Parallel.MergeQueue
+	c.st.Parallel.MergeQueue = nil
+	for i := range c.st.Milestones {
+		n, m := i+1, &c.st.Milestones[i]
+		if sha, ok := merged[n]; ok {
+			m.Status, m.Commit = state.MilestoneApproved, sha
+			continue
+		}
+		if m.Status == state.MilestoneFailed {
+			continue // skip mode let it fail; the run went on
+		}
+		m.Status = state.MilestonePending
+		tip, err := guard.RevParse(ctx, c.o.Repo, c.milestoneBranch(n))
+		if err != nil || tip == head {
+			continue // no branch: the milestone starts afresh
+		}
+		j := job{milestone: n, start: head, carry: tip,
+			feedback: "The run was interrupted while this milestone was worked on; the work done so far is in the tree. Finish the milestone."}
+		m.Status = state.MilestoneInProgress // queued
+		if slices.Contains(queued, n) {
+			c.queue = append([]job{j}, c.queue...)
+		} else {
+			c.queue = append(c.queue, j)
+		}
+	}
+	c.st.Workers = nil
+	return nil
 }
 
 func internalStop(err error) *stopreasons.Stop {
@@ -449,7 +578,7 @@ func (c *coordinator) work(ctx context.Context, k int, j job, signals chan os.Si
 		return nil, err
 	}
 	cfg := *c.cfg
-	remaining := time.Duration(c.st.Budget.TimeMS)*time.Millisecond - c.o.Now().Sub(c.start)
+	remaining := time.Duration(c.st.Budget.TimeMS-c.baseMS)*time.Millisecond - c.o.Now().Sub(c.start)
 	cfg.Budget.Time = max(remaining, time.Millisecond)
 	o := c.o
 	o.Config = &cfg
@@ -760,7 +889,7 @@ func (c *coordinator) finish(sp *stopreasons.Stop) (*state.State, error) {
 		sp = &stopreasons.Stop{Code: code, Condition: "signal", Message: fmt.Sprintf("%v", c.sig)}
 	}
 	now := c.o.Now().UTC()
-	st.ElapsedMS = now.Sub(c.start).Milliseconds()
+	st.ElapsedMS = c.baseMS + now.Sub(c.start).Milliseconds()
 	st.Statistics = statistics(st)
 	reason := state.NewStopReason(sp.Code, st.Statistics.Approved, sp.Message)
 	full := *sp
@@ -854,7 +983,7 @@ func (c *coordinator) save() error {
 	if c.st.StopReason == nil || c.st.StopReason.Code != stopreasons.Complete {
 		c.st.Workers = slots
 	}
-	c.st.ElapsedMS = c.o.Now().Sub(c.start).Milliseconds()
+	c.st.ElapsedMS = c.baseMS + c.o.Now().Sub(c.start).Milliseconds()
 	c.st.Statistics = statistics(c.st)
 	return c.store.Save(c.st)
 }
