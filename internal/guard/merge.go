@@ -162,3 +162,19 @@ func short(sha string) string {
 	}
 	return sha
 }
+
+// DiscardWorktree removes a worktree runr made for a parallel run's own
+// use, whatever it holds (`git worktree remove --force --force`), and has
+// git forget worktrees whose directory is gone. Unlike RemoveWorktree it is
+// for trees whose work is merged or can be made again, never the user's.
+func DiscardWorktree(ctx context.Context, repo, path string) error {
+	if _, err := git(ctx, repo, "worktree", "remove", "--force", "--force", "--", path); err != nil {
+		if _, statErr := os.Stat(path); statErr == nil {
+			return fmt.Errorf("remove worktree %s: %w", path, err)
+		}
+	}
+	if _, err := git(ctx, repo, "worktree", "prune"); err != nil {
+		return fmt.Errorf("prune the worktrees of %s: %w", repo, err)
+	}
+	return nil
+}

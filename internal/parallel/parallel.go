@@ -242,17 +242,21 @@ func (c *coordinator) recover(ctx context.Context) *stopreasons.Stop {
 		child.StopReason = state.NewStopReason(stopreasons.Terminated, 0, "the parallel run's runr died; the milestone starts again from its branch")
 		_ = store.Save(child)
 	}
-	if _, err := os.Stat(c.integ); err != nil {
-		head := c.st.Parallel.Base
-		if tip, err := guard.RevParse(ctx, c.o.Repo, c.branch); err == nil {
-			head = tip
+	if c.st.Parallel.Base == "" {
+		// Killed before the integration branch was made.
+		head, err := guard.Head(ctx, c.o.Repo)
+		if err != nil {
+			return internalStop(err)
 		}
-		if err := guard.AddWorktreeAt(ctx, c.o.Repo, c.integ, c.branch, head); err != nil {
-			return &stopreasons.Stop{Code: stopreasons.EnvironmentInvalid, Message: err.Error()}
-		}
+		c.st.Parallel.Base, c.st.Parallel.Integration, c.st.Parallel.Branch = head, c.integ, c.branch
+		c.st.Worktree, c.st.Branch = c.integ, c.branch
 	}
-	if err := guard.ResetTo(ctx, c.integ, "HEAD"); err != nil {
-		return internalStop(err)
+	start := c.st.Parallel.Base
+	if tip, err := guard.RevParse(ctx, c.o.Repo, c.branch); err == nil {
+		start = tip
+	}
+	if err := c.ensureTree(ctx, c.integ, c.branch, start, false); err != nil {
+		return &stopreasons.Stop{Code: stopreasons.EnvironmentInvalid, Message: err.Error()}
 	}
 	merged, err := guard.MergedMilestones(ctx, c.integ, c.st.Parallel.Base)
 	if err != nil {
@@ -547,13 +551,7 @@ func (c *coordinator) milestoneBranch(n int) string {
 // at the job's start, then one supervised run of the milestone there.
 func (c *coordinator) work(ctx context.Context, k int, j job, signals chan os.Signal) (*state.State, error) {
 	dir, branch := c.workerDir(k), c.milestoneBranch(j.milestone)
-	var err error
-	if _, statErr := os.Stat(dir); statErr == nil {
-		err = guard.SwitchTo(ctx, dir, branch, j.start)
-	} else {
-		err = guard.AddWorktreeAt(ctx, c.o.Repo, dir, branch, j.start)
-	}
-	if err != nil {
+	if err := c.ensureTree(ctx, dir, branch, j.start, true); err != nil {
 		return nil, err
 	}
 	feedback := j.feedback
@@ -609,6 +607,29 @@ func (c *coordinator) work(ctx context.Context, k int, j job, signals chan os.Si
 		c.mu.Unlock()
 	}
 	return child, err
+}
+
+// ensureTree makes dir a worktree on branch: moved to start when move is
+// set, else as the branch is, with whatever the tree held discarded. A
+// worktree that git cannot use (a runr killed while making it) is made
+// again.
+func (c *coordinator) ensureTree(ctx context.Context, dir, branch, start string, move bool) error {
+	if _, err := os.Stat(dir); err == nil {
+		var err error
+		if move {
+			err = guard.SwitchTo(ctx, dir, branch, start)
+		} else {
+			err = guard.ResetTo(ctx, dir, "HEAD")
+		}
+		if err == nil {
+			return nil
+		}
+		_ = guard.DiscardWorktree(ctx, c.o.Repo, dir)
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("remove the unusable worktree %s: %w", dir, err)
+		}
+	}
+	return guard.AddWorktreeAt(ctx, c.o.Repo, dir, branch, start)
 }
 
 // withFeedback appends what the last failed merge said to the task, in a
@@ -934,7 +955,7 @@ func (c *coordinator) cleanUp() {
 	for _, s := range c.slots {
 		dir := c.workerDir(s.Worker)
 		if _, err := os.Stat(dir); err == nil {
-			if err := guard.RemoveWorktree(ctx, c.o.Repo, dir); err != nil {
+			if err := guard.DiscardWorktree(ctx, c.o.Repo, dir); err != nil {
 				c.event("warning", map[string]any{"message": err.Error()})
 			}
 		}
@@ -942,7 +963,7 @@ func (c *coordinator) cleanUp() {
 	for i := range c.st.Milestones {
 		_, _ = guard.DeleteBranch(ctx, c.o.Repo, c.milestoneBranch(i+1))
 	}
-	if err := guard.RemoveWorktree(ctx, c.o.Repo, c.integ); err != nil {
+	if err := guard.DiscardWorktree(ctx, c.o.Repo, c.integ); err != nil {
 		c.event("warning", map[string]any{"message": err.Error()})
 	} else {
 		c.st.Worktree = ""
