@@ -60,11 +60,14 @@ type finished struct {
 	err    error
 }
 
-// figures are what the stop rules sum over workers.
+// figures are what the stop rules sum over workers: the budget's, the
+// circuit breaker's attempts, and the milestones the rates count.
 type figures struct {
 	cost                       float64
 	tokens                     int64
 	iterations, ticks, attempt int
+	attempted, retried         int
+	rejected, failed           int
 }
 
 func (f *figures) add(g figures) {
@@ -73,6 +76,18 @@ func (f *figures) add(g figures) {
 	f.iterations += g.iterations
 	f.ticks += g.ticks
 	f.attempt += g.attempt
+	f.attempted += g.attempted
+	f.retried += g.retried
+	f.rejected += g.rejected
+	f.failed += g.failed
+}
+
+// figuresOf are a finished worker run's figures.
+func figuresOf(ch *state.State) figures {
+	st := ch.Statistics
+	return figures{cost: ch.Usage.CostUSD, tokens: ch.Usage.InputTokens + ch.Usage.OutputTokens, iterations: ch.Iteration, ticks: ch.Tick,
+		attempt: ch.Counters.Attempts, attempted: st.Attempted, retried: int(st.RetryRate*float64(st.Attempted) + 0.5),
+		rejected: st.Rejected, failed: st.Failed}
 }
 
 // slot is a worker as the coordinator keeps it.
@@ -234,8 +249,7 @@ func (c *coordinator) recover(ctx context.Context) *stopreasons.Stop {
 		c.st.Tick += child.Tick
 		c.st.Iteration += child.Iteration
 		c.st.Counters.Attempts += child.Counters.Attempts
-		c.spent.add(figures{cost: child.Usage.CostUSD, tokens: child.Usage.InputTokens + child.Usage.OutputTokens,
-			iterations: child.Iteration, ticks: child.Tick, attempt: child.Counters.Attempts})
+		c.spent.add(figuresOf(child))
 		child.RunStatus = stopreasons.RunStopped
 		now := c.o.Now().UTC()
 		child.StoppedAt = &now
@@ -658,12 +672,16 @@ func (c *coordinator) shared(k int) func(*stopconditions.Snapshot) {
 	return func(snap *stopconditions.Snapshot) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		c.live[k] = figures{cost: snap.CostUSD, tokens: snap.Tokens, iterations: snap.Iteration, ticks: snap.Tick, attempt: snap.Attempts}
+		c.live[k] = figures{cost: snap.CostUSD, tokens: snap.Tokens, iterations: snap.Iteration, ticks: snap.Tick, attempt: snap.Attempts,
+			attempted: snap.Attempted, retried: snap.Retried, rejected: snap.Rejected, failed: snap.Failed}
 		total := c.spent
 		for _, f := range c.live {
 			total.add(f)
 		}
 		snap.CostUSD, snap.Tokens, snap.Iteration, snap.Tick, snap.Attempts = total.cost, total.tokens, total.iterations, total.ticks, total.attempt
+		// The rates judge every milestone attempted so far; whether this
+		// worker's milestone is done stays its own (Finished, Approved).
+		snap.Attempted, snap.Retried, snap.Rejected, snap.Failed = total.attempted, total.retried, total.rejected, total.failed
 	}
 }
 
@@ -676,7 +694,7 @@ func (c *coordinator) handle(ctx context.Context, f finished, stopping bool) *st
 	c.mu.Lock()
 	delete(c.live, f.worker)
 	if ch := f.child; ch != nil {
-		c.spent.add(figures{cost: ch.Usage.CostUSD, tokens: ch.Usage.InputTokens + ch.Usage.OutputTokens, iterations: ch.Iteration, ticks: ch.Tick, attempt: ch.Counters.Attempts})
+		c.spent.add(figuresOf(ch))
 		c.st.Usage.CostUSD += ch.Usage.CostUSD
 		c.st.Usage.InputTokens += ch.Usage.InputTokens
 		c.st.Usage.OutputTokens += ch.Usage.OutputTokens
