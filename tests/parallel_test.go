@@ -45,6 +45,17 @@ func TestParallelSignalStopsEveryWorker(t *testing.T) {
 			assert.Len(t, stops, 3, "each worker's run recorded its stop")
 			st := readState(t, repo)
 			assert.Equal(t, "stopped", st["run_status"])
+			// Each worker's slot records the milestone it was stopped on.
+			slots, _ := st["workers"].([]any)
+			require.Len(t, slots, 3)
+			seen := map[float64]bool{}
+			for _, s := range slots {
+				slot := s.(map[string]any)
+				assert.Equal(t, "stopped", slot["phase"])
+				assert.NotEmpty(t, slot["run_id"])
+				seen[slot["milestone"].(float64)] = true
+			}
+			assert.Equal(t, map[float64]bool{1: true, 2: true, 3: true}, seen)
 			assert.DirExists(t, filepath.Join(repo, ".git", "runr", "worktrees", "sig", "main"))
 			for k := 1; k <= 3; k++ {
 				assert.DirExists(t, filepath.Join(repo, ".git", "runr", "worktrees", "sig", "w"+string(rune('0'+k))))

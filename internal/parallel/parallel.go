@@ -709,7 +709,16 @@ func (c *coordinator) handle(ctx context.Context, f finished, stopping bool) *st
 	}
 	s := c.slots[f.worker-1]
 	s.busy = false
-	s.WorkerSlot = state.WorkerSlot{Worker: f.worker}
+	if stopping {
+		// The stop records where each worker was: its milestone, branch
+		// and worktree stay in its slot.
+		s.Phase, s.AgentProcess = state.PhaseStopped, nil
+		if f.child != nil {
+			s.RunID = f.child.RunID
+		}
+	} else {
+		s.WorkerSlot = state.WorkerSlot{Worker: f.worker}
+	}
 	c.mu.Unlock()
 
 	if f.child == nil || f.child.StopReason == nil {
