@@ -119,6 +119,10 @@ type coordinator struct {
 	spent figures         // of finished worker runs
 	live  map[int]figures // of the worker runs under way, by worker
 	sig   os.Signal       // the first signal runr received
+
+	// lastFail is the stop of the last milestone that failed in skip mode:
+	// a skip-mode run that ends with failed milestones stops with it.
+	lastFail *stopreasons.Stop
 }
 
 // Run creates a parallel run and works on it until it stops, as
@@ -526,9 +530,16 @@ func (c *coordinator) check() *stopreasons.Stop {
 		}
 	}
 	if failed > 0 {
-		return &stopreasons.Stop{Code: stopreasons.VerificationFailed, Condition: stopconditions.RuleFinishedFailed, Value: failed,
-			Message: fmt.Sprintf("%d milestone(s) failed; the others are merged on %s", failed, c.branch),
-			Details: &stopreasons.StopDetails{Unapproved: failed}}
+		sp := stopreasons.Stop{Code: stopreasons.VerificationFailed, Details: &stopreasons.StopDetails{}}
+		if c.lastFail != nil {
+			sp = *c.lastFail
+		}
+		d := *sp.Details
+		d.Unapproved = failed
+		sp.Details, sp.Condition = &d, stopconditions.RuleFinishedFailed
+		sp.Message = fmt.Sprintf("the run finished with %d of %d milestone(s) failed (last: %s); the others are merged on %s",
+			failed, len(c.st.Milestones), sp.Message, c.branch)
+		return &sp
 	}
 	return &stopreasons.Stop{Code: stopreasons.Complete, Condition: stopconditions.RuleMilestones,
 		Message: fmt.Sprintf("all milestones merged into %s and verified there; take the result with: git merge %s", c.branch, c.branch)}
@@ -751,6 +762,14 @@ func (c *coordinator) handle(ctx context.Context, f finished, stopping bool) *st
 	if c.cfg.Stop.OnMilestoneFailure == stopconditions.OnFailureSkip && milestoneFailure(cs.Code) {
 		m.Status = state.MilestoneFailed
 		c.event("milestone_failed", map[string]any{"worker": f.worker, "milestone": n, "code": string(cs.Code)})
+		failure := cs
+		failure.Details = &stopreasons.StopDetails{Milestone: n, MilestoneGoal: m.Goal}
+		if cs.Details != nil {
+			d := *cs.Details
+			d.Milestone, d.MilestoneGoal = n, m.Goal
+			failure.Details = &d
+		}
+		c.lastFail = &failure
 		return nil
 	}
 	sp := cs
@@ -873,19 +892,21 @@ func (c *coordinator) failedMerge(ctx context.Context, k, n int, j job, files []
 	p := c.st.Parallel
 	m := &c.st.Milestones[n-1]
 	if p.Requeues[n-1] >= c.cfg.Parallel.MaxRequeues {
-		if c.cfg.Stop.OnMilestoneFailure == stopconditions.OnFailureSkip {
-			m.Status = state.MilestoneFailed
-			c.event("milestone_failed", map[string]any{"worker": k, "milestone": n, "code": string(stopreasons.MergeConflict), "files": files})
-			return nil
-		}
-		m.Status = state.MilestonePending
 		what := "verify failed on the merged tree"
 		if len(files) > 0 {
 			what = "conflict in " + strings.Join(files, ", ")
 		}
-		return &stopreasons.Stop{Code: stopreasons.MergeConflict, Condition: "parallel.max_requeues", Value: p.Requeues[n-1], Threshold: c.cfg.Parallel.MaxRequeues,
+		sp := &stopreasons.Stop{Code: stopreasons.MergeConflict, Condition: "parallel.max_requeues", Value: p.Requeues[n-1], Threshold: c.cfg.Parallel.MaxRequeues,
 			Message: fmt.Sprintf("milestone %d did not merge from %s into %s: %s", n, c.milestoneBranch(n), c.branch, what),
 			Details: &stopreasons.StopDetails{Milestone: n, MilestoneGoal: m.Goal, Files: files, Command: cmd}}
+		if c.cfg.Stop.OnMilestoneFailure == stopconditions.OnFailureSkip {
+			m.Status = state.MilestoneFailed
+			c.event("milestone_failed", map[string]any{"worker": k, "milestone": n, "code": string(stopreasons.MergeConflict), "files": files})
+			c.lastFail = sp
+			return nil
+		}
+		m.Status = state.MilestonePending
+		return sp
 	}
 	p.Requeues[n-1]++
 	head, err := guard.Head(ctx, c.integ)
