@@ -114,6 +114,11 @@ type coordinator struct {
 	done  chan finished
 	queue []job // milestones waiting for a worker, requeued ones first
 
+	// gitMu serialises what changes the repository's worktrees and the
+	// integration branch: git reads every worktree's admin files while
+	// adding one, and fails on one being made beside it.
+	gitMu sync.Mutex
+
 	mu    sync.Mutex
 	slots []*slot
 	spent figures         // of finished worker runs
@@ -555,13 +560,16 @@ func (c *coordinator) begin(ctx context.Context, k int, j job) {
 	for len(s.signals) > 0 {
 		<-s.signals
 	}
+	// The worker's run is named now, so that state.json says where its
+	// process is recorded from the start.
+	runID := state.NewRunID(c.o.Now().UTC())
 	s.WorkerSlot = state.WorkerSlot{Worker: k, Milestone: j.milestone, Worktree: c.workerDir(k), Branch: c.milestoneBranch(j.milestone),
-		Phase: state.PhaseImplement, StartedAt: c.o.Now().UTC().Format(time.RFC3339), Requeues: c.st.Parallel.Requeues[j.milestone-1]}
+		Phase: state.PhaseImplement, RunID: runID, StartedAt: c.o.Now().UTC().Format(time.RFC3339), Requeues: c.st.Parallel.Requeues[j.milestone-1]}
 	c.mu.Unlock()
 	c.event("worker_started", map[string]any{"worker": k, "milestone": j.milestone, "branch": c.milestoneBranch(j.milestone),
 		"start": j.start, "requeue": c.st.Parallel.Requeues[j.milestone-1]})
 	go func() {
-		child, err := c.work(ctx, k, j, s.signals)
+		child, err := c.work(ctx, k, j, runID, s.signals)
 		c.done <- finished{worker: k, job: j, child: child, err: err}
 	}()
 }
@@ -574,14 +582,16 @@ func (c *coordinator) milestoneBranch(n int) string {
 
 // work runs milestone j on worker k: its worktree on the milestone's branch
 // at the job's start, then one supervised run of the milestone there.
-func (c *coordinator) work(ctx context.Context, k int, j job, signals chan os.Signal) (*state.State, error) {
+func (c *coordinator) work(ctx context.Context, k int, j job, runID string, signals chan os.Signal) (*state.State, error) {
 	dir, branch := c.workerDir(k), c.milestoneBranch(j.milestone)
 	if err := c.ensureTree(ctx, dir, branch, j.start, true); err != nil {
 		return nil, err
 	}
 	feedback := j.feedback
 	if j.carry != "" {
+		c.gitMu.Lock()
 		conflicts, err := guard.SquashMerge(ctx, dir, j.carry)
+		c.gitMu.Unlock()
 		switch {
 		case err != nil:
 			return nil, err
@@ -606,7 +616,7 @@ func (c *coordinator) work(ctx context.Context, k int, j job, signals chan os.Si
 	o := c.o
 	o.Config = &cfg
 	o.Store = store
-	o.RunID = ""
+	o.RunID = runID
 	o.Signals = signals
 	o.Milestones = nil
 	o.Prompt = withFeedback(c.o.Prompt, feedback)
@@ -626,11 +636,6 @@ func (c *coordinator) work(ctx context.Context, k int, j job, signals chan os.Si
 	if l := sup.HeldLock(); l != nil {
 		l.Release()
 	}
-	if child != nil {
-		c.mu.Lock()
-		c.slots[k-1].RunID = child.RunID
-		c.mu.Unlock()
-	}
 	return child, err
 }
 
@@ -639,6 +644,8 @@ func (c *coordinator) work(ctx context.Context, k int, j job, signals chan os.Si
 // worktree that git cannot use (a runr killed while making it) is made
 // again.
 func (c *coordinator) ensureTree(ctx context.Context, dir, branch, start string, move bool) error {
+	c.gitMu.Lock()
+	defer c.gitMu.Unlock()
 	if _, err := os.Stat(dir); err == nil {
 		var err error
 		if move {
@@ -834,7 +841,9 @@ func (c *coordinator) merge(ctx context.Context, k, n int) *stopreasons.Stop {
 	if err != nil {
 		return internalStop(err)
 	}
+	c.gitMu.Lock()
 	conflicts, err := guard.SquashMerge(ctx, c.integ, branch)
+	c.gitMu.Unlock()
 	if err != nil {
 		return internalStop(err)
 	}
@@ -867,6 +876,8 @@ func (c *coordinator) merge(ctx context.Context, k, n int) *stopreasons.Stop {
 			"Your change is applied on top of their merged result; make the check pass there. The end of its output:\n\n%s", cmd, out)
 		return c.failedMerge(ctx, k, n, job{milestone: n, carry: tip, feedback: feedback}, nil, cmd)
 	}
+	c.gitMu.Lock()
+	defer c.gitMu.Unlock()
 	sha, err := guard.CommitMilestone(ctx, c.integ, fmt.Sprintf("runr %s: milestone %d/%d: %s", c.st.RunID, n, len(c.st.Milestones), m.Goal), n)
 	if err != nil {
 		return internalStop(err)
