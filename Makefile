@@ -127,11 +127,13 @@ fuzz:
 # The kill -9 campaign at length: SOAK_TRIALS runs of runr killed with
 # SIGKILL at random instants, each resumed and checked (state.json, resume,
 # completion, orphan processes, temporary files). It prints its seed; replay
-# with RUNRTEST_SEED=N. `make test` runs 20 trials of it.
+# with RUNRTEST_SEED=N. `make test` runs 20 trials of it. SOAK_PARALLEL_TRIALS
+# parallel runs (--parallel 3, two groups) likewise; `make test` runs 4.
 SOAK_TRIALS ?= 1000
+SOAK_PARALLEL_TRIALS ?= 300
 
 soak:
-	RUNR_SOAK=1 RUNR_SOAK_TRIALS=$(SOAK_TRIALS) $(GO) test -count=1 -v -timeout 0 -run '^TestSoakKill9$$' ./tests
+	RUNR_SOAK=1 RUNR_SOAK_TRIALS=$(SOAK_TRIALS) RUNR_SOAK_PARALLEL_TRIALS=$(SOAK_PARALLEL_TRIALS) $(GO) test -count=1 -v -timeout 0 -run '^TestSoakKill9$$|^TestSoakParallelKill9$$' ./tests
 
 # The release archives for linux and darwin on amd64 and arm64, with
 # checksums, built locally into dist/ without publishing anything. GoReleaser

@@ -90,7 +90,14 @@ func checkStoppedRun(runDir string, want []string) error {
 			return fmt.Errorf("%s missing after the stop", f)
 		}
 	}
-	for _, pgid := range startedGroups(filepath.Join(runDir, "timeline.jsonl")) {
+	// A parallel run's workers record their processes in their own runs,
+	// under the run's directory.
+	timelines, _ := filepath.Glob(filepath.Join(runDir, "workers", "w*", "runs", "*", "timeline.jsonl"))
+	var groups []int
+	for _, tl := range append(timelines, filepath.Join(runDir, "timeline.jsonl")) {
+		groups = append(groups, startedGroups(tl)...)
+	}
+	for _, pgid := range groups {
 		if pids := groupMembers(pgid); len(pids) > 0 {
 			return fmt.Errorf("process group %d still has processes %v", pgid, pids)
 		}

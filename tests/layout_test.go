@@ -13,7 +13,8 @@ import (
 // packages each internal package may import. worker and stopreasons are the
 // floor, open to every package but the pure evaluator.
 var allowedImports = map[string][]string{
-	"resume":         {"supervisor", "state", "config", "worker", "stopreasons"},
+	"resume":         {"supervisor", "state", "config", "parallel", "worker", "stopreasons"},
+	"parallel":       {"supervisor", "guard", "state", "doctor", "stopconditions", "config", "worker", "stopreasons"},
 	"initcfg":        {"agents", "config", "worker", "stopreasons"},
 	"notify":         {"config", "state", "worker", "stopreasons"},
 	"supervisor":     {"stopconditions", "agents", "guard", "sandbox", "worker", "state", "doctor", "config", "stopreasons"},

@@ -115,8 +115,11 @@ func killRecordedGroups(repo string) {
 	if err != nil {
 		return
 	}
-	for _, pg := range startedGroups(filepath.Join(dir, "timeline.jsonl")) {
-		syscall.Kill(-pg, syscall.SIGKILL)
+	timelines, _ := filepath.Glob(filepath.Join(dir, "workers", "w*", "runs", "*", "timeline.jsonl"))
+	for _, tl := range append(timelines, filepath.Join(dir, "timeline.jsonl")) {
+		for _, pg := range startedGroups(tl) {
+			syscall.Kill(-pg, syscall.SIGKILL)
+		}
 	}
 }
 

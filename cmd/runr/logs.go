@@ -38,6 +38,9 @@ type LogsOptions struct {
 	Follow bool
 	Tick   int
 	Raw    bool
+	// Worker shows a parallel run's worker K: the runs of the milestones
+	// it worked, in order.
+	Worker int
 }
 
 // NewCmdLogs builds `runr logs`; runF, when a test passes one, gets the
@@ -68,6 +71,12 @@ with control characters made visible when it is.`,
 			if opts.Tick < 0 {
 				return stopreasons.Errorf(stopreasons.UsageError, "--tick %d: a tick is a number from 1", opts.Tick)
 			}
+			if opts.Worker < 0 {
+				return stopreasons.Errorf(stopreasons.UsageError, "--worker %d: a worker is a number from 1", opts.Worker)
+			}
+			if opts.Worker > 0 && opts.Follow {
+				return stopreasons.Errorf(stopreasons.UsageError, "--worker and --follow cannot be used together: follow the run, whose lines name their worker")
+			}
 			if opts.Raw && opts.Follow {
 				return stopreasons.Errorf(stopreasons.UsageError, "--raw and --follow cannot be used together: --raw prints one tick's recorded output")
 			}
@@ -81,6 +90,7 @@ with control characters made visible when it is.`,
 	fl.BoolVarP(&opts.Follow, "follow", "f", false, "stream a live run until it stops")
 	fl.IntVar(&opts.Tick, "tick", 0, "show this tick only")
 	fl.BoolVar(&opts.Raw, "raw", false, "print the agent's own output for the tick as recorded")
+	fl.IntVar(&opts.Worker, "worker", 0, "a parallel run: show worker K's milestones (--tick and --raw then count within its last one)")
 	return cmd
 }
 
@@ -94,6 +104,9 @@ func logsRun(opts *LogsOptions) error {
 		return err
 	}
 	runDir := store.RunDir(st.RunID)
+	if opts.Worker > 0 {
+		return workerLogs(opts, st, runDir)
+	}
 	if opts.Raw {
 		return rawLog(opts.IO, runDir, st.RunID, opts.Tick)
 	}
@@ -151,6 +164,66 @@ func logsRun(opts *LogsOptions) error {
 
 // endNote says, after a transcript without a stop, whether the run is live
 // or was cut short.
+// workerLogs shows the runs worker K of a parallel run made, one per
+// milestone it took, oldest first: each one's transcript, or with --raw the
+// recorded output of the last one.
+func workerLogs(opts *LogsOptions, st *state.State, runDir string) error {
+	if st.Parallel == nil {
+		return stopreasons.Errorf(stopreasons.UsageError, "--worker %d: run %s is not a parallel run (runr run --parallel N)", opts.Worker, st.RunID)
+	}
+	if opts.Worker > st.Parallel.Workers {
+		return stopreasons.Errorf(stopreasons.UsageError, "--worker %d: run %s has %d worker(s)", opts.Worker, st.RunID, st.Parallel.Workers)
+	}
+	home := filepath.Join(runDir, "workers", fmt.Sprintf("w%d", opts.Worker))
+	var ids []string
+	if _, err := os.Stat(home); err == nil {
+		ws, err := state.OpenRead(home)
+		if err != nil {
+			return err
+		}
+		if ids, err = ws.List(); err != nil {
+			return err
+		}
+		out := bufio.NewWriter(opts.IO.Out)
+		defer out.Flush()
+		if opts.Raw && len(ids) > 0 {
+			last := ids[len(ids)-1]
+			return rawLog(opts.IO, ws.RunDir(last), last, opts.Tick)
+		}
+		for _, id := range ids {
+			child, err := ws.Load(id)
+			if err != nil {
+				return err
+			}
+			// The milestone it worked: the others count as approved there
+			// without an attempt.
+			m := min(child.MilestoneIndex+1, len(child.Milestones))
+			for i, cm := range child.Milestones {
+				if cm.AttemptCount() > 0 || cm.Status != state.MilestoneApproved {
+					m = i + 1
+					break
+				}
+			}
+			fmt.Fprintf(out, "== worker %d · milestone %d · %s\n", opts.Worker, m, id)
+			tr := doctor.NewTranscript(out, child, ws.RunDir(id), opts.Tick)
+			follower := state.FollowTimeline(ws.TimelinePath(id), maxTranscriptEvent)
+			err = follower.Poll(func(ev state.Event) error {
+				tr.Event(ev)
+				return tr.Err()
+			})
+			follower.Close()
+			if err != nil {
+				return stopreasons.Wrap(stopreasons.StateCorrupt, err, "read the timeline of worker %d's run %s", opts.Worker, id)
+			}
+			fmt.Fprintln(out)
+		}
+	}
+	if len(ids) == 0 {
+		fmt.Fprintf(opts.IO.Out, "worker %d of run %s has worked on no milestone yet\n", opts.Worker, st.RunID)
+	}
+	return nil
+}
+
 func endNote(w io.Writer, store *state.Store, id string, stopped bool) error {
 	if stopped {
 		return nil

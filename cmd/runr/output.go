@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -44,6 +45,19 @@ type liveLine struct {
 	actMu sync.Mutex
 	act   string
 	fresh bool // act changed since it was drawn
+
+	// A parallel run on a terminal: one line per worker at work below the
+	// run's line (workers under mu, each worker's activity wact under
+	// actMu), since when the run is watched.
+	workers map[int]workerView
+	wact    map[int]string
+	since   time.Time
+}
+
+// workerView is the latest progress of one worker of a parallel run.
+type workerView struct {
+	p  supervisor.Progress
+	at time.Time
 }
 
 // drawEvery is how often a new activity is drawn on a terminal, and
@@ -134,16 +148,42 @@ func (l *liveLine) update(p supervisor.Progress) {
 	if l.off {
 		return
 	}
+	if p.Event == "note" {
+		// A parallel run's own news (a milestone merged or requeued): a
+		// line of its own, on a terminal above the live line.
+		l.mu.Lock()
+		if l.io.ErrTTY {
+			l.clear()
+		}
+		fmt.Fprintf(l.io.Err, "runr: %s\n", stopreasons.VisibleLine(p.Message))
+		if l.io.ErrTTY && l.last.Event != "" {
+			l.draw()
+		}
+		l.mu.Unlock()
+		return
+	}
 	if p.Event == "activity" {
 		if p.Activity == nil {
 			return
 		}
 		text := activityText(*p.Activity)
+		if l.io.ErrTTY && p.Worker > 0 {
+			l.actMu.Lock()
+			if l.wact == nil {
+				l.wact = map[int]string{}
+			}
+			l.wact[p.Worker], l.fresh = text, true
+			l.actMu.Unlock()
+			return
+		}
 		if l.io.ErrTTY {
 			l.setActivity(text)
 			return
 		}
 		if p.Activity.Kind != agents.ActivityOutput {
+			if p.Worker > 0 {
+				text = fmt.Sprintf("worker %d: %s", p.Worker, text)
+			}
 			l.mu.Lock()
 			fmt.Fprintln(l.io.Err, "runr:   "+text)
 			l.mu.Unlock()
@@ -152,6 +192,13 @@ func (l *liveLine) update(p supervisor.Progress) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.io.ErrTTY && p.Worker > 0 {
+		l.updateWorker(p)
+		return
+	}
+	if p.Event == "stop" {
+		l.workers = nil
+	}
 	switch p.Event {
 	case "tick_done":
 		if l.io.ErrTTY {
@@ -176,14 +223,98 @@ func (l *liveLine) update(p supervisor.Progress) {
 		return
 	}
 	// Not a terminal: one line when a tick starts, nothing on redraws.
-	if p.Event == "tick" && p.Tick != prev.Tick || p.Event == "wait" && p.WaitingTill != prev.WaitingTill {
+	if p.Event == "tick" && (p.Tick != prev.Tick || p.Worker != prev.Worker) || p.Event == "wait" && p.WaitingTill != prev.WaitingTill {
 		fmt.Fprintln(l.io.Err, "runr: "+l.text(p))
 	}
+}
+
+// updateWorker takes a worker's progress on a terminal: its line is
+// redrawn, a finished tick leaves a lasting line above the live lines, and
+// a worker whose milestone run stopped leaves the view.
+func (l *liveLine) updateWorker(p supervisor.Progress) {
+	if l.workers == nil {
+		l.workers, l.since = map[int]workerView{}, time.Now()
+	}
+	k := p.Worker
+	prev, had := l.workers[k]
+	fresh := p.Event == "tick_done" || p.Event == "stop" || !had || prev.p.Tick != p.Tick
+	if fresh {
+		l.actMu.Lock()
+		delete(l.wact, k)
+		l.actMu.Unlock()
+	}
+	switch p.Event {
+	case "tick_done":
+		l.clear()
+		fmt.Fprintln(l.io.Err, fit(tickLine(p), l.io.ErrWidth()))
+		p.Event = "tick"
+		l.workers[k] = workerView{p: p, at: time.Now()}
+	case "stop":
+		delete(l.workers, k)
+	default:
+		l.workers[k] = workerView{p: p, at: time.Now()}
+	}
+	if l.last.Event == "" || l.last.Event == "stop" {
+		// The run's own line: the refresh loop redraws while it is set.
+		l.last = supervisor.Progress{RunID: p.RunID, Event: "tick", Milestones: p.Milestones}
+	}
+	l.draw()
+}
+
+// drawWorkers draws a parallel run's live lines: the run's, then one per
+// worker at work (its tick, phase, milestone and latest activity), leaving
+// the cursor on the first.
+func (l *liveLine) drawWorkers() {
+	width := l.io.ErrWidth()
+	keys := make([]int, 0, len(l.workers))
+	for k := range l.workers {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	l.actMu.Lock()
+	acts := make(map[int]string, len(l.wact))
+	for k, a := range l.wact {
+		acts[k] = a
+	}
+	l.fresh = false
+	l.actMu.Unlock()
+	lines := []string{fmt.Sprintf("run %s · %d worker(s) at work · %s", stopreasons.VisibleLine(l.last.RunID), len(keys),
+		time.Since(l.since).Round(time.Second))}
+	for _, k := range keys {
+		w := l.workers[k]
+		p := w.p
+		if p.Elapsed > 0 {
+			p.Elapsed += time.Since(w.at)
+		}
+		line := l.text(p)
+		if a := acts[k]; a != "" {
+			line += " · " + a
+		}
+		lines = append(lines, line)
+	}
+	l.clear()
+	var b strings.Builder
+	for i, line := range lines {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString("\r\x1b[K")
+		b.WriteString(l.io.ErrPainter().Dim(fit(line, width)))
+	}
+	if len(lines) > 1 {
+		fmt.Fprintf(&b, "\x1b[%dA", len(lines)-1)
+	}
+	fmt.Fprint(l.io.Err, b.String())
+	l.drawn = len(lines)
 }
 
 // draw redraws the status line and the activity line below it, leaving
 // the cursor on the status line.
 func (l *liveLine) draw() {
+	if len(l.workers) > 0 {
+		l.drawWorkers()
+		return
+	}
 	p := l.last
 	if p.Elapsed > 0 && p.Event != "stop" {
 		p.Elapsed += time.Since(l.at)
@@ -205,11 +336,12 @@ func (l *liveLine) draw() {
 
 // clear removes the live lines, leaving the cursor where they began.
 func (l *liveLine) clear() {
-	switch l.drawn {
-	case 1:
-		fmt.Fprint(l.io.Err, "\r\x1b[K")
-	case 2:
-		fmt.Fprint(l.io.Err, "\r\x1b[K\n\r\x1b[K\x1b[1A")
+	if l.drawn > 0 {
+		seq := "\r\x1b[K" + strings.Repeat("\n\r\x1b[K", l.drawn-1)
+		if l.drawn > 1 {
+			seq += fmt.Sprintf("\x1b[%dA", l.drawn-1)
+		}
+		fmt.Fprint(l.io.Err, seq)
 	}
 	l.drawn = 0
 }
@@ -228,6 +360,9 @@ func (l *liveLine) text(p supervisor.Progress) string {
 		fmt.Sprintf("tick %d", p.Tick),
 		stopreasons.VisibleLine(p.Phase),
 		fmt.Sprintf("milestone %d/%d", p.Milestone, p.Milestones),
+	}
+	if p.Worker > 0 {
+		parts = append([]string{fmt.Sprintf("worker %d", p.Worker)}, parts...)
 	}
 	el := p.Elapsed.Round(time.Second).String()
 	if p.Budget > 0 {
@@ -260,6 +395,9 @@ func tickLine(p supervisor.Progress) string {
 		fmt.Sprintf("milestone %d/%d", p.Milestone, p.Milestones),
 		stopreasons.VisibleLine(p.Phase),
 		outcome,
+	}
+	if p.Worker > 0 {
+		parts = append([]string{fmt.Sprintf("worker %d", p.Worker)}, parts...)
 	}
 	if f := p.Files; f != nil {
 		parts = append(parts, fmt.Sprintf("files +%d ~%d -%d", f.Added, f.Modified, f.Deleted))
@@ -381,7 +519,10 @@ func printSummary(io *IOStreams, store *state.Store, st *state.State, cfg *confi
 		fmt.Fprintf(w, " · $%.2f", st.Usage.CostUSD)
 	}
 	fmt.Fprintln(w)
-	if st.Branch != "" {
+	switch {
+	case st.Parallel != nil && st.Branch != "":
+		printParallel(w, st)
+	case st.Branch != "":
 		fmt.Fprintf(w, "  worktree %s (branch %s)\n", shownPath(st.Worktree), stopreasons.VisibleLine(st.Branch))
 	}
 	printSwitches(w, st)
@@ -392,6 +533,24 @@ func printSummary(io *IOStreams, store *state.Store, st *state.State, cfg *confi
 	}
 	printUncommitted(io, st, cfg)
 	fmt.Fprintf(w, "  details: runr doctor %s\n", st.RunID)
+}
+
+// printParallel says where a parallel run's result is: the integration
+// branch, and on completion how to take it into the user's branch.
+func printParallel(w io.Writer, st *state.State) {
+	branch := stopreasons.VisibleLine(st.Branch)
+	merged := 0
+	for _, m := range st.Milestones {
+		if m.Status == state.MilestoneApproved {
+			merged++
+		}
+	}
+	fmt.Fprintf(w, "  integration branch %s: %d of %d milestone(s) merged and verified\n", branch, merged, len(st.Milestones))
+	if st.StopReason != nil && st.StopReason.Code == stopreasons.Complete {
+		fmt.Fprintf(w, "  take the result: git merge %s\n", branch)
+	} else if st.Worktree != "" {
+		fmt.Fprintf(w, "  worktrees kept for inspection under %s\n", shownPath(filepath.Dir(st.Worktree)))
+	}
 }
 
 // printUncommitted ends the summary of a completed run that left its work

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/resume"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/supervisor"
@@ -77,4 +78,55 @@ func TestLiveLineResetCountdown(t *testing.T) {
 	lt.update(p)
 	assert.Contains(t, tty.String(), "\r\x1b[K")
 	assert.Contains(t, tty.String(), "resets at 01:21 (in 2m 1")
+}
+
+// A parallel run on a terminal: the run's line and one line per worker at
+// work, each with its latest activity; a finished tick leaves a lasting
+// line; a worker whose milestone run stopped leaves the view; off a
+// terminal every line names its worker.
+func TestLiveLineWorkers(t *testing.T) {
+	var tty bytes.Buffer
+	l := &liveLine{io: &IOStreams{Err: &tty, ErrTTY: true}, stopc: make(chan struct{})}
+	tick := func(k, m int, phase string) supervisor.Progress {
+		return supervisor.Progress{RunID: "r1", Worker: k, Event: "tick", Tick: 1, Phase: phase, Milestone: m, Milestones: 3}
+	}
+	l.update(tick(1, 1, "implement"))
+	l.update(tick(2, 2, "implement"))
+	l.update(supervisor.Progress{Worker: 2, Event: "activity", Activity: &agents.Activity{Kind: agents.ActivityTool, Tool: "Edit", Text: "b.go"}})
+	tty.Reset()
+	l.mu.Lock()
+	l.draw()
+	l.mu.Unlock()
+	frame := tty.String()
+	assert.Contains(t, frame, "run r1 · 2 worker(s) at work")
+	assert.Contains(t, frame, "worker 1 · tick 1 · implement · milestone 1/3")
+	assert.Regexp(t, `worker 2 · tick 1 · implement · milestone 2/3 .*b\.go`, frame)
+	assert.Contains(t, frame, "\x1b[2A", "the cursor goes back to the run's line")
+	assert.Equal(t, 3, l.drawn)
+
+	tty.Reset()
+	done := tick(1, 1, "implement")
+	done.Event, done.Outcome = "tick_done", "agent done"
+	l.update(done)
+	assert.Contains(t, tty.String(), "worker 1 · tick 1 · milestone 1/3 · implement · agent done")
+	l.update(supervisor.Progress{RunID: "r1", Worker: 1, Event: "stop"})
+	tty.Reset()
+	l.mu.Lock()
+	l.draw()
+	l.mu.Unlock()
+	assert.Contains(t, tty.String(), "1 worker(s) at work")
+	assert.NotContains(t, tty.String(), "worker 1 ·")
+	l.done()
+	assert.Equal(t, 0, l.drawn)
+
+	var plain bytes.Buffer
+	p := newLiveLine(&IOStreams{Err: &plain}, false)
+	p.update(tick(1, 1, "implement"))
+	p.update(tick(2, 2, "implement"))
+	p.update(supervisor.Progress{Worker: 2, Event: "activity", Activity: &agents.Activity{Kind: agents.ActivityTool, Tool: "Edit", Text: "b.go"}})
+	p.done()
+	assert.Contains(t, plain.String(), "runr: worker 1 · tick 1 · implement · milestone 1/3")
+	assert.Contains(t, plain.String(), "runr: worker 2 · tick 1 · implement · milestone 2/3")
+	assert.Contains(t, plain.String(), "runr:   worker 2: ")
+	assert.NotContains(t, plain.String(), "\x1b")
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -123,6 +125,25 @@ type pruneResult struct {
 	BranchDeleted   bool   `json:"branch_deleted"`
 }
 
+// parallelTrees are the worktrees inside a parallel run's directory dir
+// (main, w1, w2, ...), none when dir is a worktree itself.
+func parallelTrees(dir string) []string {
+	if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if name := e.Name(); e.IsDir() && (name == "main" || len(name) > 1 && name[0] == 'w' && strings.Trim(name[1:], "0123456789") == "") {
+			out = append(out, filepath.Join(dir, name))
+		}
+	}
+	return out
+}
+
 func pruneRun(opts *PruneOptions) error {
 	store, err := opts.Store()
 	if err != nil {
@@ -141,22 +162,46 @@ func pruneRun(opts *PruneOptions) error {
 		}
 		if wt != "" {
 			res.Worktree = wt
-			var err error
-			if dry {
-				err = guard.CheckWorktreeRemovable(ctx, repo, wt)
-			} else {
-				err = guard.RemoveWorktree(ctx, repo, wt)
+			// A parallel run's directory holds its worktrees: the
+			// integration one (main) and one per worker (w<K>).
+			trees := parallelTrees(wt)
+			if len(trees) == 0 {
+				trees = []string{wt}
 			}
-			switch {
-			case errors.Is(err, guard.ErrWorktreeDirty):
-				return fmt.Sprintf("its worktree has uncommitted changes or untracked files; commit or discard them (git -C %s status), then prune again",
-					stopreasons.ShellQuote(wt)), nil
-			case errors.Is(err, guard.ErrNotWorktree):
-				return fmt.Sprintf("%v; remove it by hand if it is no longer needed", err), nil
-			case err != nil:
-				return "", err
+			for _, tree := range trees {
+				var err error
+				if dry {
+					err = guard.CheckWorktreeRemovable(ctx, repo, tree)
+				} else {
+					err = guard.RemoveWorktree(ctx, repo, tree)
+				}
+				switch {
+				case errors.Is(err, guard.ErrWorktreeDirty):
+					return fmt.Sprintf("its worktree has uncommitted changes or untracked files; commit or discard them (git -C %s status), then prune again",
+						stopreasons.ShellQuote(tree)), nil
+				case errors.Is(err, guard.ErrNotWorktree):
+					return fmt.Sprintf("%v; remove it by hand if it is no longer needed", err), nil
+				case err != nil:
+					return "", err
+				}
+			}
+			if tree := trees[0]; tree != wt && !dry {
+				_ = os.Remove(wt)
 			}
 			res.WorktreeRemoved = !dry
+		}
+		if opts.Branches && repoErr == nil {
+			// A parallel run's milestones' branches go with it.
+			if st, err := store.Load(id); err == nil && st.Parallel != nil {
+				for n := 1; n <= len(st.Milestones); n++ {
+					if dry {
+						continue
+					}
+					if _, err := guard.DeleteBranch(ctx, repo, fmt.Sprintf("runr/%s-m%d", id, n)); err != nil {
+						return "", err
+					}
+				}
+			}
 		}
 		if opts.Branches {
 			branch := "runr/" + id

@@ -13,6 +13,7 @@ import (
 	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/guard"
+	"github.com/runr-dev/runr/internal/parallel"
 	"github.com/runr-dev/runr/internal/resume"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
@@ -66,6 +67,7 @@ var configFlags = []struct {
 	{"allow", "scope.allow", "glob of files the agent may change (repeatable)", true, ""},
 	{"deny", "scope.deny", "glob of files the agent must not change (repeatable)", true, ""},
 	{"protect", "scope.protect", "glob of existing files the agent may not modify, delete or rename; new ones may be added (repeatable)", true, ""},
+	{"parallel", "parallel.workers", "work up to N milestones of a ## group at once, each in its own worktree, merged through a verified queue (docs/parallel.md)", false, "int"},
 	{"sandbox", "sandbox.mode", "confine the agent's writes with Landlock: on, auto or off (--sandbox alone means on; write --sandbox=MODE)", false, "mode"},
 }
 
@@ -220,6 +222,18 @@ func runRun(opts *RunOptions) error {
 	tel := startTelemetry(io, cfg, opts.Version)
 	// Deferred: the flush comes after the summary, and bounds the exit.
 	defer flushTelemetry(io, tel)
+	if cfg.Parallel.Workers > 1 {
+		st, err := parallel.Run(context.Background(), parallel.Options{Supervisor: supervisor.Options{
+			Config: cfg, Store: store, Repo: repo, Environ: io.Environ, Version: opts.Version, Flags: opts.Flags,
+			TaskFile: taskFile, Prompt: prompt, Signals: sigs, Progress: live.update, LiveOutput: live.watching(),
+			Milestones: milestoneNotifier(io, cfg), RunID: opts.RunID,
+		}})
+		live.done()
+		if st == nil {
+			return err
+		}
+		return finishRun(io, store, st, err, opts.JSON, cfg)
+	}
 	runner := &resume.Runner{
 		Supervisor: supervisor.Options{
 			Config:     cfg,

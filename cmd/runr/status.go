@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -310,6 +311,7 @@ func statusOne(opts *StatusOptions, store *state.Store) error {
 		}
 		fmt.Fprintf(w, "  %s %d. [%s] %s (%s)\n", marker, i+1, m.Status, stopreasons.VisibleLine(m.Goal), plural(m.AttemptCount(), "attempt"))
 	}
+	printWorkers(w, st)
 	if len(st.Conditions) > 0 {
 		fmt.Fprintln(w, "\nStop rules (how close each is to firing):")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -319,6 +321,38 @@ func statusOne(opts *StatusOptions, store *state.Store) error {
 		tw.Flush()
 	}
 	return nil
+}
+
+// printWorkers lists a parallel run's workers: what each works on now, and
+// the merge queue.
+func printWorkers(w io.Writer, st *state.State) {
+	p := st.Parallel
+	if p == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nWorkers (%d; integration branch %s):\n", p.Workers, stopreasons.VisibleLine(p.Branch))
+	for _, s := range st.Workers {
+		if s.Milestone == 0 {
+			fmt.Fprintf(w, "  worker %d  idle\n", s.Worker)
+			continue
+		}
+		goal := ""
+		if s.Milestone <= len(st.Milestones) {
+			goal = st.Milestones[s.Milestone-1].Goal
+		}
+		fmt.Fprintf(w, "  worker %d  milestone %d (%s) · %s · branch %s", s.Worker, s.Milestone, stopreasons.VisibleLine(goal),
+			stopreasons.VisibleLine(s.Phase), stopreasons.VisibleLine(s.Branch))
+		if s.Requeues > 0 {
+			fmt.Fprintf(w, " · requeued %d×", s.Requeues)
+		}
+		fmt.Fprintf(w, " · since %s\n", stopreasons.VisibleLine(s.StartedAt))
+	}
+	if len(st.Workers) == 0 {
+		fmt.Fprintln(w, "  none at work")
+	}
+	if len(p.MergeQueue) > 0 {
+		fmt.Fprintf(w, "  merge queue: milestone(s) %v\n", p.MergeQueue)
+	}
 }
 
 // bar draws a progress bar on a terminal and a percentage elsewhere.

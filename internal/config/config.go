@@ -31,6 +31,7 @@ type Config struct {
 	Resume     Resume
 	Sandbox    Sandbox
 	Notify     Notify
+	Parallel   Parallel
 	Telemetry  Telemetry
 
 	// File is the config file that was read, "" when there was none.
@@ -184,6 +185,13 @@ var (
 	NotifyFormats = []string{NotifyJSON, NotifySlack, NotifyDiscord, NotifyNtfy}
 	NotifyEvents  = []string{NotifyOnStop, NotifyOnFailure, NotifyOnSuccess, NotifyOnMilestone}
 )
+
+// Parallel is the `parallel:` section: milestones worked at once in
+// worktrees and merged through a verified queue (DESIGN §11).
+type Parallel struct {
+	Workers     int // 1: the sequential run
+	MaxRequeues int // returns after a failed merge before merge_conflict
+}
 
 // Override is one setting from a flag, the highest layer.
 type Override struct {

@@ -159,6 +159,12 @@ func numbers(s *setting) (any, error) {
 	case kindCount:
 		n, err := parseInt(s.src, s.value)
 		return s.done(n, n, err)
+	case kindWorkers:
+		n, err := parseInt(s.src, s.value)
+		if err == nil && n < 1 {
+			err = s.src.invalid(s.value, "below 1 (1 works the milestones one at a time)")
+		}
+		return s.done(n, n, err)
 	case kindCount64:
 		n, err := parseCount(s.src, s.value)
 		return s.done(n, n, err)

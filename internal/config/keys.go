@@ -30,6 +30,7 @@ const (
 	kindEnvVarName   // "" or the name of an environment variable
 	kindSandboxMode  // off, auto or on
 	kindFallback     // a list of agents to switch to (agent.fallback)
+	kindWorkers      // a whole number, 1 or more (parallel.workers)
 )
 
 // isList reports whether an environment variable for the kind holds a JSON array.
@@ -118,6 +119,8 @@ var keyDefs = func() []keyDef {
 		{"notify.format", kindNotifyFormat, NotifyJSON},
 		{"notify.on", kindNotifyOn, []string{NotifyOnStop}},
 		{"notify.timeout", kindDuration, "10s"},
+		{"parallel.workers", kindWorkers, 1},
+		{"parallel.max_requeues", kindCount, 2},
 		{"telemetry.otlp_endpoint", kindString, ""},
 		{"telemetry.timeout", kindDuration, "5s"},
 	}

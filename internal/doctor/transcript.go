@@ -76,6 +76,10 @@ func (t *Transcript) Event(ev state.Event) {
 	case "stop":
 		t.printf("stop: %s (exit %d): %s\n", line(d.str("code")), d.num("exit_code"), line(d.str("message")))
 		return
+	case "worker_started", "worker_done", "merge", "requeue":
+		// A parallel run's own events: its workers' ticks are in their runs.
+		t.parallelEvent(ev.Type, d)
+		return
 	}
 	t.writeHeader(ev)
 	switch ev.Type {
@@ -269,4 +273,43 @@ func plural(n int, word string) string {
 		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(word, "y"))
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// parallelEvent writes one line for an event of a parallel run's
+// coordinator: a worker took a milestone or finished its run, a merge, a
+// requeue (docs/parallel.md).
+func (t *Transcript) parallelEvent(typ string, d eventData) {
+	who := fmt.Sprintf("worker %d · milestone %d", d.num("worker"), d.num("milestone"))
+	switch typ {
+	case "worker_started":
+		if r := d.num("requeue"); r > 0 {
+			t.printf("%s started on %s (returned %d×)\n", who, line(d.str("branch")), r)
+		} else {
+			t.printf("%s started on %s\n", who, line(d.str("branch")))
+		}
+	case "worker_done":
+		if e := d.str("error"); e != "" {
+			t.printf("%s: its run failed: %s\n", who, line(e))
+		} else {
+			t.printf("%s: its run stopped: %s\n", who, line(d.str("code")))
+		}
+	case "merge":
+		switch d.str("outcome") {
+		case "merged":
+			t.printf("%s merged, commit %s\n", who, line(shortSHA(d.str("commit"))))
+		case "conflict":
+			t.printf("%s did not merge: conflict in %s; undone\n", who, line(strings.Join(d.strs("files"), ", ")))
+		default:
+			t.printf("%s did not merge: %s failed on the merged tree; undone\n", who, line(d.str("command")))
+		}
+	case "requeue":
+		t.printf("%s returned to a worker (%d)\n", who, d.num("requeue"))
+	}
+}
+
+func shortSHA(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
 }

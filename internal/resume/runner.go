@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/runr-dev/runr/internal/parallel"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/supervisor"
@@ -72,6 +73,11 @@ func (r *Runner) Continue(ctx context.Context, plan *Plan) (*state.State, error)
 	o.TaskFile, o.Prompt = st.Task.File, st.Task.Prompt
 	if st.Repo != "" {
 		o.Repo = st.Repo
+	}
+	if st.Parallel != nil {
+		// A parallel run's coordinator recovers its workers itself; it has
+		// no auto-resume.
+		return parallel.Continue(ctx, parallel.Options{Supervisor: o}, st)
 	}
 	sup := supervisor.New(o)
 	sup.Lock(plan.Lock)

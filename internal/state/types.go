@@ -95,14 +95,18 @@ type State struct {
 	AgentIndex int `json:"agent_index,omitempty"`
 	// AgentSwitches are the run's switches to a fallback agent, oldest
 	// first (at most one per entry of agent.fallback).
-	AgentSwitches []AgentSwitch  `json:"agent_switches,omitempty"`
-	Resumable     bool           `json:"resumable"`
-	ResumeFrom    *ResumeFrom    `json:"resume_from,omitempty"`
-	AutoResume    AutoResume     `json:"auto_resume"`
-	Fingerprint   Fingerprint    `json:"fingerprint"`
-	Flags         Flags          `json:"flags"`
-	StopRequested bool           `json:"stop_requested,omitempty"`
-	Extra         map[string]any `json:"extra,omitempty"`
+	AgentSwitches []AgentSwitch `json:"agent_switches,omitempty"`
+	Resumable     bool          `json:"resumable"`
+	ResumeFrom    *ResumeFrom   `json:"resume_from,omitempty"`
+	AutoResume    AutoResume    `json:"auto_resume"`
+	Fingerprint   Fingerprint   `json:"fingerprint"`
+	Flags         Flags         `json:"flags"`
+	StopRequested bool          `json:"stop_requested,omitempty"`
+	// Parallel and Workers are a parallel run's (parallel.go): its
+	// integration branch and merge queue, and a slot per worker.
+	Parallel *Parallel      `json:"parallel,omitempty"`
+	Workers  []WorkerSlot   `json:"workers,omitempty"`
+	Extra    map[string]any `json:"extra,omitempty"`
 }
 
 // Task is what the run works on. Its whole text is kept once, in the run

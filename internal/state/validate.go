@@ -42,6 +42,9 @@ func (st *State) impossible() string {
 			return fmt.Sprintf("resume_from.phase %q is not a phase (one of %v)", r.Phase, phases)
 		}
 	}
+	if why := st.parallelImpossible(); why != "" {
+		return why
+	}
 	type count struct {
 		name string
 		v    int64

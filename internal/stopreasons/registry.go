@@ -15,6 +15,7 @@ const (
 	LockfileViolation   Code = "lockfile_violation"
 	DirtyWorktree       Code = "dirty_worktree"
 	FileCollision       Code = "file_collision"
+	MergeConflict       Code = "merge_conflict"
 	VerificationFailed  Code = "verification_failed"
 	VerificationTimeout Code = "verification_timeout"
 	ConsecutiveFails    Code = "consecutive_fails"
@@ -69,7 +70,7 @@ const (
 // Families lists every family in registry order, with the exit codes it owns.
 var Families = []FamilyInfo{
 	{FamilySuccess, "0", "the run completed"},
-	{FamilyConstraint, "2-5", "a guard kept the agent inside its limits"},
+	{FamilyConstraint, "2-6", "a guard kept the agent inside its limits"},
 	{FamilyFailure, "10-15", "the work did not pass verification"},
 	{FamilyReview, "20-21", "the review did not approve"},
 	{FamilyWorker, "30-35", "the agent itself failed or could not run"},

@@ -24,6 +24,7 @@ var contract = []struct {
 	{"lockfile_violation", "constraint", 3, "guardrail", false},
 	{"dirty_worktree", "constraint", 4, "guardrail", false},
 	{"file_collision", "constraint", 5, "guardrail", false},
+	{"merge_conflict", "constraint", 6, "guardrail", false},
 	{"verification_failed", "failure", 10, "guardrail", false},
 	{"verification_timeout", "failure", 11, "guardrail", false},
 	{"consecutive_fails", "failure", 12, "guardrail", false},
@@ -94,7 +95,7 @@ func TestCodesAndExitCodesAreUnique(t *testing.T) {
 
 func TestFamiliesOwnTheirRanges(t *testing.T) {
 	ranges := map[Family][2]int{
-		FamilySuccess: {0, 0}, FamilyConstraint: {2, 5}, FamilyFailure: {10, 15}, FamilyReview: {20, 21},
+		FamilySuccess: {0, 0}, FamilyConstraint: {2, 6}, FamilyFailure: {10, 15}, FamilyReview: {20, 21},
 		FamilyWorker: {30, 35}, FamilyStuck: {40, 43}, FamilyResourceLimit: {124, 129},
 	}
 	for _, r := range All() {

@@ -51,6 +51,17 @@ var table = []Reason{
 		},
 	},
 	{
+		Code: MergeConflict, Title: "A milestone failed to merge", Family: FamilyConstraint, ExitCode: 6, Category: CategoryGuardrail,
+		When:      "parallel runs: a milestone failed to merge (conflict, or verify failed on the merged tree) after parallel.max_requeues returns (§11)",
+		Diagnosis: `Milestone {{.Milestone}} ({{.MilestoneGoal}}) did not merge into the run's integration branch runr/{{.RunID}} from its branch runr/{{.RunID}}-m{{.Milestone}} after {{.Value}} return(s) to a worker (parallel.max_requeues {{.Threshold}}){{with .Files}}; conflicting files: {{paths .}}{{end}}{{with .Command}}; on the merged tree this check failed: {{.}}{{end}}.`,
+		NextActions: []string{
+			"compare the milestone's branch with the integration branch, resolve the conflict on the milestone's branch (or split the milestones so they touch different lines, or put them in separate ## groups), then resume: the merge is tried again",
+			"git diff runr/{{.RunID}}...runr/{{.RunID}}-m{{.Milestone}}",
+			"runr doctor {{.RunID}}",
+			"runr resume {{.RunID}}",
+		},
+	},
+	{
 		Code: VerificationFailed, Title: "Verification kept failing", Family: FamilyFailure, ExitCode: 10, Category: CategoryGuardrail,
 		When:      "a milestone used up its retries, last on a verify or review failure",
 		Diagnosis: `Milestone {{.Milestone}} ({{.MilestoneGoal}}) failed {{.Value}} attempt(s) (limit {{.Threshold}}){{with .Command}}; last failing check: {{.}}{{end}}.`,

@@ -55,6 +55,9 @@ func (s *Supervisor) snapshot(ctx context.Context, res result) *stopconditions.S
 	for _, c := range st.Verify {
 		snap.Verify = append(snap.Verify, stopconditions.Check{Command: c.Command, Passed: c.Passed})
 	}
+	if one := s.o.Single; one != nil && one.Shared != nil {
+		one.Shared(snap)
+	}
 	if len(st.StartFiles) > 0 {
 		snap.StartFiles = map[string]bool{}
 		for _, p := range st.StartFiles {

@@ -62,6 +62,21 @@ type Options struct {
 	SandboxHelper string
 	// Observer is told of each event of the run (telemetry); nil for none.
 	Observer Observer
+	// Single, when set, makes Start work on one milestone of the task in a
+	// worktree made for it: a worker of a parallel run (DESIGN §11).
+	Single *Single
+}
+
+// Single is one milestone of a parallel run, worked as a run of its own in
+// the worker's worktree: the task's other milestones count as approved, and
+// an approved milestone is committed on the worktree's branch.
+type Single struct {
+	Milestone        int // 1-based, of Milestones(Prompt)
+	Worktree, Branch string
+	// Shared, when set, turns the snapshot the stop rules judge after each
+	// step into the parallel run's: it adds what the other workers spent
+	// (cost, tokens, iterations, ticks, attempts) to this worker's figures.
+	Shared func(*stopconditions.Snapshot)
 }
 
 // MilestoneNotifier is told when a milestone is approved; an error is
@@ -93,6 +108,9 @@ type Progress struct {
 	VerifyTime time.Duration // how long the checks took
 	// An activity is what the agent is doing now; only Event is set beside it.
 	Activity *agents.Activity
+	// Worker is the worker of a parallel run the progress is of (1-based);
+	// 0 for a sequential run and the parallel run's own events.
+	Worker int
 }
 
 // Supervisor runs one run.
@@ -197,6 +215,16 @@ func (s *Supervisor) newState(id string, now time.Time) *state.State {
 		Counters:      state.Counters{Edges: map[string]int{}},
 		Flags:         s.o.Flags,
 		Resumable:     true,
+	}
+	if one := s.o.Single; one != nil && one.Milestone >= 1 && one.Milestone <= len(st.Milestones) {
+		for i := range st.Milestones {
+			if i != one.Milestone-1 {
+				st.Milestones[i].Status = state.MilestoneApproved
+			}
+		}
+		st.MilestoneIndex = one.Milestone - 1
+		st.Worktree, st.Branch = one.Worktree, one.Branch
+		st.Flags.Worktree = true
 	}
 	st.Statistics = statistics(st)
 	return st

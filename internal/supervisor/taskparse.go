@@ -22,6 +22,7 @@ type taskItem struct {
 	goal    string
 	checked bool
 	block   string // the item's line and the lines that belong to it
+	group   int    // the `##` sections before it (MilestoneGroups)
 }
 
 // taskItems reads a task's checklist. An item's indented lines and nested
@@ -34,6 +35,7 @@ func taskItems(task string) []taskItem {
 		cur    = -1 // index of the item whose block is open
 		indent int  // the open item's indent
 		fence  string
+		group  int // `##` headings met outside items and fences
 	)
 	lines := strings.Split(task, "\n")
 	for _, line := range lines {
@@ -61,11 +63,15 @@ func taskItems(task string) []taskItem {
 		if cur >= 0 {
 			continue // a nested item belongs to the item above it
 		}
+		if groupHeading.MatchString(line) {
+			group++
+			continue
+		}
 		m := checklistItem.FindStringSubmatch(line)
 		if m == nil || strings.TrimSpace(m[3]) == "" {
 			continue
 		}
-		items = append(items, taskItem{goal: strings.TrimSpace(m[3]), checked: m[2] != " ", block: line})
+		items = append(items, taskItem{goal: strings.TrimSpace(m[3]), checked: m[2] != " ", block: line, group: group})
 		cur, indent = len(items)-1, indentWidth(m[1])
 	}
 	for i := range items {
@@ -136,4 +142,31 @@ func milestoneBlock(task string, i int, goal string) string {
 		n++
 	}
 	return ""
+}
+
+// A group heading of a task: a level-two ATX heading (DESIGN §11).
+var groupHeading = regexp.MustCompile(`^ {0,3}##(?:[ \t]+.*)?$`)
+
+// MilestoneGroups returns, for each milestone of Milestones(task), the
+// index of its group: the milestones under one `##` heading form a group,
+// those before the first heading the first. Groups are numbered from 0 in
+// task order, counting only those that hold a milestone. A task without
+// `##` headings is one group.
+func MilestoneGroups(task string) []int {
+	var groups []int
+	last, n := -1, -1
+	for _, it := range taskItems(task) {
+		if it.checked {
+			continue
+		}
+		if it.group != last {
+			last = it.group
+			n++
+		}
+		groups = append(groups, n)
+	}
+	if len(groups) == 0 {
+		return []int{0} // the task is one milestone
+	}
+	return groups
 }

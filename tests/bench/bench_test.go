@@ -72,6 +72,7 @@ func TestBench(t *testing.T) {
 	t.Run("claude", b.claude)
 	t.Run("bigtask", b.bigTask)
 	t.Run("reasons", b.reasons)
+	t.Run("parallel", b.parallel)
 
 	missed := 0
 	var out strings.Builder

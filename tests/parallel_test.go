@@ -1,0 +1,100 @@
+package tests
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// parallelTask is three independent milestones in one group.
+const parallelTask = "# Three\n- [ ] one\n- [ ] two\n- [ ] three\n"
+
+// TestParallelSignalStopsEveryWorker: SIGINT (and SIGTERM) while three
+// workers each run an agent that left a grandchild behind: every worker's
+// group is stopped, the run records user_stopped (130) or terminated (143),
+// each worker's own run records its stop, and no process of any group is
+// left; the worktrees stay for inspection.
+func TestParallelSignalStopsEveryWorker(t *testing.T) {
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		code string
+		exit int
+	}{
+		{syscall.SIGINT, "user_stopped", 130},
+		{syscall.SIGTERM, "terminated", 143},
+	} {
+		t.Run(tc.sig.String(), func(t *testing.T) {
+			t.Parallel()
+			repo := newRepo(t)
+			require.NoError(t, os.WriteFile(filepath.Join(repo, "TASK.md"), []byte(parallelTask), 0o644))
+			p := startRunr(t, repo, []string{"RUNR_AGENT_KILL_GRACE=2s"}, "run", "--run-id", "sig", "--task", "TASK.md", "--parallel", "3", "--",
+				"fakeagent", "--do", "write wip.txt partial; grandchild 60s; ready; sleep 60s")
+			p.waitReady(t, 3)
+			p.signal(t, tc.sig)
+			assert.Equal(t, tc.exit, p.wait(t, 60*time.Second), "stderr: %s", &p.stderr)
+			dir, err := latestRunDir(repo)
+			require.NoError(t, err)
+			require.NoError(t, checkStoppedRun(dir, []string{tc.code}))
+			stops, _ := filepath.Glob(filepath.Join(dir, "workers", "w*", "runs", "*", "stop.json"))
+			assert.Len(t, stops, 3, "each worker's run recorded its stop")
+			st := readState(t, repo)
+			assert.Equal(t, "stopped", st["run_status"])
+			// Each worker's slot records the milestone it was stopped on.
+			slots, _ := st["workers"].([]any)
+			require.Len(t, slots, 3)
+			seen := map[float64]bool{}
+			for _, s := range slots {
+				slot := s.(map[string]any)
+				assert.Equal(t, "stopped", slot["phase"])
+				assert.NotEmpty(t, slot["run_id"])
+				seen[slot["milestone"].(float64)] = true
+			}
+			assert.Equal(t, map[float64]bool{1: true, 2: true, 3: true}, seen)
+			assert.DirExists(t, filepath.Join(repo, ".git", "runr", "worktrees", "sig", "main"))
+			for k := 1; k <= 3; k++ {
+				assert.DirExists(t, filepath.Join(repo, ".git", "runr", "worktrees", "sig", "w"+string(rune('0'+k))))
+			}
+		})
+	}
+}
+
+// TestParallelMaxCostStopsAllWorkers: the cost budget is the run's: three
+// workers each spend 0.4 per call, so no worker alone reaches --max-cost 1,
+// but their sum does; every worker is stopped (127) and no process is left.
+func TestParallelMaxCostStopsAllWorkers(t *testing.T) {
+	repo := newRepo(t)
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "TASK.md"), []byte(parallelTask), 0o644))
+	p := startRunr(t, repo, []string{"RUNR_AGENT_KILL_GRACE=2s"}, "run", "--task", "TASK.md", "--parallel", "3", "--max-cost", "1", "--",
+		"fakeagent", "--do", "touch-count calls.txt; usage 1000 1000 0.4; ready; grandchild 60s; sleep 1s")
+	code := p.wait(t, 120*time.Second)
+	st := readState(t, repo)
+	assert.Equal(t, 127, code, "stop: %v\nstderr: %s", st["stop_reason"], &p.stderr)
+	dir, err := latestRunDir(repo)
+	require.NoError(t, err)
+	require.NoError(t, checkStoppedRun(dir, []string{"budget_exceeded"}))
+	usage, _ := st["usage"].(map[string]any)
+	cost, _ := usage["cost_usd"].(float64)
+	assert.GreaterOrEqual(t, cost, 1.0, "the summed cost reached the budget")
+	assert.Less(t, cost, 0.4*3*2, "no worker went on long past the budget")
+	stops, _ := filepath.Glob(filepath.Join(dir, "workers", "w*", "runs", "*", "stop.json"))
+	assert.Len(t, stops, 3, "every worker's run stopped")
+	children, _ := filepath.Glob(filepath.Join(dir, "workers", "w*", "runs", "*", "state.json"))
+	require.Len(t, children, 3)
+	for _, c := range children {
+		b, err := os.ReadFile(c)
+		require.NoError(t, err)
+		var child struct {
+			Usage struct {
+				CostUSD float64 `json:"cost_usd"`
+			} `json:"usage"`
+		}
+		require.NoError(t, json.Unmarshal(b, &child))
+		assert.Less(t, child.Usage.CostUSD, 1.0, "%s: no worker reached the budget alone", c)
+	}
+}
