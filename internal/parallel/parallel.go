@@ -621,7 +621,7 @@ func (c *coordinator) work(ctx context.Context, k int, j job, runID string, sign
 	o.Milestones = nil
 	o.Prompt = withFeedback(c.o.Prompt, feedback)
 	o.Flags.Worktree = true
-	o.Single = &supervisor.Single{Milestone: j.milestone, Worktree: dir, Branch: branch, Shared: c.shared(k)}
+	o.Single = &supervisor.Single{Milestone: j.milestone, Worktree: dir, Branch: branch, Shared: c.shared(k), Others: c.others(k)}
 	o.Progress = func(p supervisor.Progress) {
 		p.RunID, p.Worker = c.st.RunID, k
 		if p.Event == "tick" || p.Event == "tick_done" {
@@ -700,6 +700,23 @@ func (c *coordinator) shared(k int) func(*stopconditions.Snapshot) {
 		// The rates judge every milestone attempted so far; whether this
 		// worker's milestone is done stays its own (Finished, Approved).
 		snap.Attempted, snap.Retried, snap.Rejected, snap.Failed = total.attempted, total.retried, total.rejected, total.failed
+	}
+}
+
+// others is what the run has spent but worker k's own figures: the
+// finished workers' and the live ones' as their last step left them. A
+// worker's budget check inside a call adds it to its own spend.
+func (c *coordinator) others(k int) func() (float64, int64) {
+	return func() (float64, int64) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		total := c.spent
+		for w, f := range c.live {
+			if w != k {
+				total.add(f)
+			}
+		}
+		return total.cost, total.tokens
 	}
 }
 

@@ -38,6 +38,7 @@ type spendWatch struct {
 	baseTokens int64
 	maxCost    float64
 	maxTokens  int64
+	others     func() (float64, int64) // a parallel run's other workers' spend
 
 	mu       sync.Mutex   // the fields below: the reader goroutine and the timer
 	last     agents.Usage // the usage at the last line
@@ -58,8 +59,12 @@ func (s *Supervisor) watchSpend(parser agents.Parser) *spendWatch {
 		return nil
 	}
 	u, b := s.st.Usage, s.st.Budget
-	return &spendWatch{s: s, parser: parser, baseCost: u.CostUSD, baseTokens: u.InputTokens + u.OutputTokens,
+	w := &spendWatch{s: s, parser: parser, baseCost: u.CostUSD, baseTokens: u.InputTokens + u.OutputTokens,
 		maxCost: b.MaxCostUSD, maxTokens: b.MaxTokens}
+	if one := s.o.Single; one != nil && one.Others != nil {
+		w.others = one.Others
+	}
+	return w
 }
 
 // line looks at the usage after a stdout line; it returns false when a
@@ -74,13 +79,20 @@ func (w *spendWatch) line() bool {
 	if u != w.last {
 		w.last = u
 		w.cost, w.src = w.s.callCost(u)
+		// A parallel run's budget is the run's: what its other workers
+		// spent meanwhile counts too.
+		var otherCost float64
+		var otherTokens int64
+		if w.others != nil {
+			otherCost, otherTokens = w.others()
+		}
 		switch {
 		case w.exceeded != "" || u.Final:
 			// The call's work is over: a budget its totals reach stops the
 			// run after it (the stop rules), not the call.
-		case w.maxCost > 0 && w.src != agents.CostUnknown && w.baseCost+w.cost >= w.maxCost:
+		case w.maxCost > 0 && w.src != agents.CostUnknown && w.baseCost+otherCost+w.cost >= w.maxCost:
 			w.exceeded = "budget.max_cost_usd"
-		case w.maxTokens > 0 && w.baseTokens+u.Tokens() >= w.maxTokens:
+		case w.maxTokens > 0 && w.baseTokens+otherTokens+u.Tokens() >= w.maxTokens:
 			w.exceeded = "budget.max_tokens"
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runr-dev/runr/internal/agents"
+	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
@@ -123,4 +125,42 @@ echo "RUNR_STATUS: done"
 	require.NotNil(t, st.StopReason)
 	assert.InDelta(t, 0.90, st.Usage.CostUSD, 1e-9)
 	assert.Equal(t, int64(900), st.Usage.InputTokens)
+}
+
+// A worker of a parallel run stops its call on the run's budget: what the
+// other workers spent counts beside its own.
+func TestSpendCountsTheOtherWorkers(t *testing.T) {
+	a, err := agents.Lookup("command")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name        string
+		otherCost   float64
+		otherTokens int64
+		maxCost     float64
+		maxTokens   int64
+		want        string
+	}{
+		{"cost", 0.7, 0, 1.0, 0, "budget.max_cost_usd"},
+		{"tokens", 0, 900, 0, 1000, "budget.max_tokens"},
+		{"under both", 0.1, 100, 1.0, 1000, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := &config.Config{Agent: config.Agent{Kind: "command"}}
+			s := New(Options{Config: cfg, Single: &Single{Others: func() (float64, int64) { return tc.otherCost, tc.otherTokens }}})
+			s.st = &state.State{Budget: state.Budget{MaxCostUSD: tc.maxCost, MaxTokens: tc.maxTokens}}
+			p := a.NewParser(agents.Request{Prompt: "task", Command: []string{"agent"}})
+			w := s.watchSpend(p)
+			require.NotNil(t, w)
+			p.Line([]byte("RUNR_USAGE: input_tokens=150 output_tokens=50 cost_usd=0.40"))
+			assert.Equal(t, tc.want == "", w.line())
+			assert.Equal(t, tc.want, w.exceeded)
+
+			// The same call alone stays under the budget.
+			s.o.Single = nil
+			p = a.NewParser(agents.Request{Prompt: "task", Command: []string{"agent"}})
+			w = s.watchSpend(p)
+			p.Line([]byte("RUNR_USAGE: input_tokens=150 output_tokens=50 cost_usd=0.40"))
+			assert.True(t, w.line())
+		})
+	}
 }

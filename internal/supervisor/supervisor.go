@@ -77,6 +77,10 @@ type Single struct {
 	// step into the parallel run's: it adds what the other workers spent
 	// (cost, tokens, iterations, ticks, attempts) to this worker's figures.
 	Shared func(*stopconditions.Snapshot)
+	// Others, when set, is what the run's other workers have spent so far
+	// (cost in USD, tokens): a budget binds inside this worker's call on
+	// the run's sum, not on this worker's spend alone.
+	Others func() (costUSD float64, tokens int64)
 }
 
 // MilestoneNotifier is told when a milestone is approved; an error is
