@@ -794,7 +794,7 @@ func (c *coordinator) handle(ctx context.Context, f finished, stopping bool) *st
 			failure.Details = &d
 		}
 		c.lastFail = &failure
-		return nil
+		return c.failedInARow(n)
 	}
 	sp := cs
 	if sp.Details == nil {
@@ -903,9 +903,27 @@ func (c *coordinator) merge(ctx context.Context, k, n int) *stopreasons.Stop {
 	return nil
 }
 
+// failedInARow counts milestone n's failure (skip mode) among the run's
+// milestones failed in a row, in the order they settled, whichever worker
+// had them; at stop.max_consecutive_fails the run stops with
+// consecutive_fails, as a sequential run does.
+func (c *coordinator) failedInARow(n int) *stopreasons.Stop {
+	c.st.Counters.ConsecutiveFails++
+	limit := c.cfg.Stop.MaxConsecutiveFails
+	if limit <= 0 || c.st.Counters.ConsecutiveFails < limit {
+		return nil
+	}
+	m := c.st.Milestones[n-1]
+	return &stopreasons.Stop{Code: stopreasons.ConsecutiveFails, Condition: "max_consecutive_fails",
+		Value: c.st.Counters.ConsecutiveFails, Threshold: limit,
+		Message: fmt.Sprintf("%d milestones failed in a row across the workers (stop.max_consecutive_fails %d), the last milestone %d", c.st.Counters.ConsecutiveFails, limit, n),
+		Details: &stopreasons.StopDetails{Milestone: n, MilestoneGoal: m.Goal}}
+}
+
 func (c *coordinator) approve(n int, sha string, k int) {
 	m := &c.st.Milestones[n-1]
 	m.Status, m.Commit = state.MilestoneApproved, sha
+	c.st.Counters.ConsecutiveFails = 0
 	c.event("merge", map[string]any{"worker": k, "milestone": n, "outcome": "merged", "commit": sha})
 	if c.o.Milestones != nil {
 		_ = c.o.Milestones.MilestoneApproved(c.st.RunID, c.runDir, n, m.Goal)
@@ -931,7 +949,7 @@ func (c *coordinator) failedMerge(ctx context.Context, k, n int, j job, files []
 			m.Status = state.MilestoneFailed
 			c.event("milestone_failed", map[string]any{"worker": k, "milestone": n, "code": string(stopreasons.MergeConflict), "files": files})
 			c.lastFail = sp
-			return nil
+			return c.failedInARow(n)
 		}
 		m.Status = state.MilestonePending
 		return sp
