@@ -204,6 +204,10 @@ func runRun(opts *RunOptions) error {
 		return err
 	}
 	warnConfig(io, cfg)
+	if cfg.Parallel.Workers > 1 && opts.AutoResume {
+		return stopreasons.Errorf(stopreasons.UsageError,
+			"--auto-resume does not apply to a parallel run (parallel.workers %d): run without it, and continue a stopped run with `runr resume <id>`, which resumes every worker", cfg.Parallel.Workers)
+	}
 	if opts.DryRun {
 		store, err := opts.StoreRead()
 		if err != nil {
