@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/runr-dev/runr/tests/testenv"
 )
 
 // parallelTask is three independent milestones in one group.
@@ -97,4 +100,61 @@ func TestParallelMaxCostStopsAllWorkers(t *testing.T) {
 		require.NoError(t, json.Unmarshal(b, &child))
 		assert.Less(t, child.Usage.CostUSD, 1.0, "%s: no worker reached the budget alone", c)
 	}
+}
+
+// TestParallelSlotShowsTheWorkersProcess: while a worker's agent runs, the
+// run's slot of that worker holds the agent's process record (pid, group,
+// start time), the one the worker's own state.json holds, as of the run's
+// last save; when the worker is done its slot is free again.
+func TestParallelSlotShowsTheWorkersProcess(t *testing.T) {
+	repo := newRepo(t)
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "TASK.md"), []byte("# Two\n- [ ] one\n- [ ] two\n"), 0o644))
+	release := filepath.Join(t.TempDir(), "release")
+	// Milestone 1 is done at once, and its merge saves the run's state;
+	// milestone 2 waits for the test.
+	agent := `cat >/dev/null
+if [ "$RUNR_MILESTONE" = 2 ]; then
+	i=0; until [ -e "` + release + `" ]; do i=$((i+1)); [ $i -gt 1200 ] && exit 3; sleep 0.05; done
+fi
+echo "m$RUNR_MILESTONE" > "m$RUNR_MILESTONE.txt"
+echo "RUNR_STATUS: done"`
+	p := startRunr(t, repo, nil, "run", "--run-id", "slot", "--task", "TASK.md", "--parallel", "2", "--", "sh", "-c", agent)
+	var slot map[string]any
+	testenv.WaitFor(t, "the run's state to show worker 2's agent process", func() bool {
+		if _, err := os.Stat(filepath.Join(repo, ".git", "runr", "runs", "slot", "state.json")); err != nil {
+			return false
+		}
+		st := readState(t, repo)
+		slots, _ := st["workers"].([]any)
+		for _, s := range slots {
+			m, _ := s.(map[string]any)
+			if m["milestone"] == float64(2) && m["agent_process"] != nil {
+				slot = m
+				return true
+			}
+		}
+		return false
+	})
+	ap := slot["agent_process"].(map[string]any)
+	child := filepath.Join(repo, ".git", "runr", "runs", "slot", "workers", "w"+fmtNum(slot["worker"]), "runs", slot["run_id"].(string), "state.json")
+	b, err := os.ReadFile(child)
+	require.NoError(t, err)
+	var cst map[string]any
+	require.NoError(t, json.Unmarshal(b, &cst))
+	require.NotNil(t, cst["agent_process"], "the worker's own state records the process")
+	cap := cst["agent_process"].(map[string]any)
+	assert.Equal(t, cap["pgid"], ap["pgid"])
+	assert.Equal(t, cap["pid"], ap["pid"])
+	assert.Equal(t, cap["start_time"], ap["start_time"])
+	assert.NoError(t, syscall.Kill(-int(ap["pgid"].(float64)), 0), "the recorded group is the live agent's")
+
+	require.NoError(t, os.WriteFile(release, nil, 0o644))
+	assert.Equal(t, 0, p.wait(t, 60*time.Second), "stderr: %s", &p.stderr)
+	st := readState(t, repo)
+	assert.Equal(t, "complete", st["stop_reason"].(map[string]any)["code"])
+}
+
+func fmtNum(v any) string {
+	f, _ := v.(float64)
+	return strconv.Itoa(int(f))
 }

@@ -114,10 +114,17 @@ func (s *Supervisor) runProcess(ctx context.Context, phase string, spec worker.S
 			s.log.Warn("state save at process start failed; the process is not run", zap.Error(err))
 			return err
 		}
+		if one := s.o.Single; one != nil && one.Process != nil {
+			p := *s.st.AgentProcess
+			one.Process(&p)
+		}
 		return nil
 	}
 	res, err := worker.Run(ctx, spec)
 	s.st.AgentProcess = nil
+	if one := s.o.Single; one != nil && one.Process != nil {
+		one.Process(nil)
+	}
 	if err != nil {
 		err = environmentError(err, s.dir)
 	}

@@ -81,6 +81,11 @@ type Single struct {
 	// (cost in USD, tokens): a budget binds inside this worker's call on
 	// the run's sum, not on this worker's spend alone.
 	Others func() (costUSD float64, tokens int64)
+	// Process, when set, is told of each process the worker starts once
+	// its record is on disk in the worker's own state.json (before the
+	// process runs), and of its end (nil): the run's slot of the worker
+	// shows it.
+	Process func(*state.Process)
 }
 
 // MilestoneNotifier is told when a milestone is approved; an error is
