@@ -130,6 +130,25 @@ type UsageReporter interface {
 	UsageSoFar() Usage
 }
 
+// UsageStamper is a UsageReporter that can say cheaply whether its usage
+// may have changed: the stamp changes whenever it may have. A caller that
+// looks after every line of a call that prints millions of them (a
+// command agent's output) compares stamps instead of usages.
+type UsageStamper interface {
+	UsageStamp() uint64
+}
+
+// UsageStamp returns p's usage stamp, and whether p has one.
+func UsageStamp(p Parser) (uint64, bool) {
+	if g, ok := p.(usageGuard); ok {
+		p = g.Parser
+	}
+	if s, ok := p.(UsageStamper); ok {
+		return s.UsageStamp(), true
+	}
+	return 0, false
+}
+
 // UsageSoFar returns the usage parser p has seen so far, and whether p
 // reports usage while a call runs at all.
 func UsageSoFar(p Parser) (Usage, bool) {

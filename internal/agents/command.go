@@ -96,8 +96,9 @@ func (commandAdapter) NewParser(req Request) Parser {
 type commandParser struct {
 	signals *signalDetector
 	out     tailBuffer
-	chunked bool  // the tail comes from Chunk
-	usage   Usage // from the well-formed RUNR_USAGE lines
+	chunked bool   // the tail comes from Chunk
+	usage   Usage  // from the well-formed RUNR_USAGE lines
+	stamp   uint64 // counts the RUNR_USAGE lines taken (UsageStamp)
 }
 
 // UsageSoFar is the last well-formed RUNR_USAGE line's figures, none lower
@@ -106,10 +107,15 @@ type commandParser struct {
 // after one that did, keeps the figure so far).
 func (p *commandParser) UsageSoFar() Usage { return p.usage }
 
+// UsageStamp changes with each well-formed RUNR_USAGE line: the usage
+// cannot have changed on any other.
+func (p *commandParser) UsageStamp() uint64 { return p.stamp }
+
 func (p *commandParser) Line(line []byte) bool {
 	p.signals.line(line)
 	if u, ok := ParseUsageLine(line); ok {
 		p.usage = p.usage.atLeast(u)
+		p.stamp++
 	}
 	if !p.chunked {
 		p.out.writeLine(line)

@@ -39,6 +39,8 @@ type spendWatch struct {
 	maxCost    float64
 	maxTokens  int64
 	others     func() (float64, int64) // a parallel run's other workers' spend
+	stamp      uint64                  // the parser's usage stamp at the last look
+	stamped    bool                    // stamp holds one
 
 	mu       sync.Mutex   // the fields below: the reader goroutine and the timer
 	last     agents.Usage // the usage at the last line
@@ -72,6 +74,15 @@ func (s *Supervisor) watchSpend(parser agents.Parser) *spendWatch {
 func (w *spendWatch) line() bool {
 	if w == nil {
 		return true
+	}
+	// Most lines of a plain output report no usage: with a stamp that did
+	// not move there is nothing new to look at. Only this goroutine writes
+	// exceeded, so it reads it without the lock.
+	if stamp, ok := agents.UsageStamp(w.parser); ok {
+		if w.stamped && stamp == w.stamp {
+			return w.exceeded == ""
+		}
+		w.stamp, w.stamped = stamp, true
 	}
 	u, _ := agents.UsageSoFar(w.parser)
 	w.mu.Lock()
