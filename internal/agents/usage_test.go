@@ -279,3 +279,20 @@ func TestQwenResultNeverLowersTheUsage(t *testing.T) {
 	res := p.Finish(0, nil)
 	assert.Equal(t, Usage{InputTokens: 9000, OutputTokens: 700, CacheReadTokens: 100, Model: "qwen3-coder-plus"}, res.Usage())
 }
+
+// A command agent's usage stamp moves with each well-formed RUNR_USAGE
+// line and with nothing else, so a caller may skip looking at the usage
+// after the other lines.
+func TestCommandUsageStamp(t *testing.T) {
+	p := mustLookup(t, "command").NewParser(Request{Prompt: "task", Command: []string{"agent"}})
+	s0, ok := UsageStamp(p)
+	require.True(t, ok)
+	feedLines(p, "working", "RUNR_USAGE: input_tokens=x", "RUNR_STATUS: done")
+	s1, _ := UsageStamp(p)
+	assert.Equal(t, s0, s1, "no well-formed usage line")
+	feedLines(p, "RUNR_USAGE: input_tokens=10 output_tokens=2")
+	s2, _ := UsageStamp(p)
+	assert.NotEqual(t, s1, s2)
+	_, ok = UsageStamp(mustLookup(t, "claude").NewParser(Request{Prompt: "task"}))
+	assert.False(t, ok, "a parser without a stamp is looked at after every line")
+}
