@@ -23,6 +23,10 @@ func startTelemetry(io *IOStreams, cfg *config.Config, version string) *telemetr
 		fmt.Fprintf(io.Err, "runr: telemetry: %s\n", stopreasons.Visible(err.Error()))
 		return nil
 	}
+	if t != nil && cfg != nil && cfg.Parallel.Workers > 1 {
+		// Said, not left to be found out at the collector.
+		fmt.Fprintf(io.Err, "runr: telemetry: a parallel run (parallel.workers %d) is not traced yet: it sends no spans or metrics\n", cfg.Parallel.Workers)
+	}
 	return t
 }
 
