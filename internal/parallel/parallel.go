@@ -252,13 +252,7 @@ func (c *coordinator) recover(ctx context.Context) *stopreasons.Stop {
 			return internalStop(err)
 		}
 		// The spend of a worker whose runr died was never added to the run's.
-		c.st.Usage.CostUSD += child.Usage.CostUSD
-		c.st.Usage.InputTokens += child.Usage.InputTokens
-		c.st.Usage.OutputTokens += child.Usage.OutputTokens
-		c.st.Tick += child.Tick
-		c.st.Iteration += child.Iteration
-		c.st.Counters.Attempts += child.Counters.Attempts
-		c.spent.add(figuresOf(child))
+		c.addChild(child)
 		child.RunStatus = stopreasons.RunStopped
 		now := c.o.Now().UTC()
 		child.StoppedAt = &now
@@ -708,6 +702,17 @@ func (c *coordinator) shared(k int) func(*stopconditions.Snapshot) {
 	}
 }
 
+// addChild adds what a worker's run of a milestone spent to the run's:
+// its usage (the totals and each model's), ticks, agent calls and
+// attempts, and to the figures the stop rules judge.
+func (c *coordinator) addChild(ch *state.State) {
+	c.st.Usage.Merge(ch.Usage)
+	c.st.Tick += ch.Tick
+	c.st.Iteration += ch.Iteration
+	c.st.Counters.Attempts += ch.Counters.Attempts
+	c.spent.add(figuresOf(ch))
+}
+
 // others is what the run has spent but worker k's own figures: the
 // finished workers' and the live ones' as their last step left them. A
 // worker's budget check inside a call adds it to its own spend.
@@ -734,13 +739,7 @@ func (c *coordinator) handle(ctx context.Context, f finished, stopping bool) *st
 	c.mu.Lock()
 	delete(c.live, f.worker)
 	if ch := f.child; ch != nil {
-		c.spent.add(figuresOf(ch))
-		c.st.Usage.CostUSD += ch.Usage.CostUSD
-		c.st.Usage.InputTokens += ch.Usage.InputTokens
-		c.st.Usage.OutputTokens += ch.Usage.OutputTokens
-		c.st.Tick += ch.Tick
-		c.st.Iteration += ch.Iteration
-		c.st.Counters.Attempts += ch.Counters.Attempts
+		c.addChild(ch)
 		if len(ch.Milestones) >= n {
 			cm := ch.Milestones[n-1]
 			m.Attempts = append(m.Attempts, cm.Attempts...)

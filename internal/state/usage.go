@@ -118,18 +118,40 @@ func ModelKey(model string) string {
 // AddCall adds call c to the run's usage: its tokens and the cost that
 // counts to the totals, and to its model's entry of Models.
 func (u *Usage) AddCall(c Call) {
-	u.InputTokens += c.InputTokens
-	u.OutputTokens += c.OutputTokens
-	u.CacheReadTokens += c.CacheReadTokens
-	u.CacheWriteTokens += c.CacheWriteTokens
-	u.CostUSD += c.CostUSD()
-	if c.CostSource == CostEstimated {
-		u.CostEstimated = true
+	u.add(Usage{InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, CacheReadTokens: c.CacheReadTokens,
+		CacheWriteTokens: c.CacheWriteTokens, CostUSD: c.CostUSD(), CostEstimated: c.CostSource == CostEstimated, Agent: c.Agent})
+	u.model(c.Model).Add(ModelUsage{Calls: 1, InputTokens: c.InputTokens, CacheReadTokens: c.CacheReadTokens, CacheWriteTokens: c.CacheWriteTokens,
+		OutputTokens: c.OutputTokens, CostUSD: c.CostUSD(), CostEstimatedUSD: c.CostEstimatedUSD, CostSource: c.CostSource})
+}
+
+// Merge adds another run's usage to u: its totals and each of its models'
+// (a parallel run sums up its workers' runs).
+func (u *Usage) Merge(o Usage) {
+	u.add(o)
+	for name, m := range o.Models {
+		if m != nil {
+			u.model(name).Add(*m)
+		}
 	}
-	if c.Agent != "" {
-		u.Agent = c.Agent
+}
+
+// add adds o's totals, not its models, to u.
+func (u *Usage) add(o Usage) {
+	u.InputTokens += o.InputTokens
+	u.OutputTokens += o.OutputTokens
+	u.CacheReadTokens += o.CacheReadTokens
+	u.CacheWriteTokens += o.CacheWriteTokens
+	u.CostUSD += o.CostUSD
+	u.CostEstimated = u.CostEstimated || o.CostEstimated
+	if o.Agent != "" {
+		u.Agent = o.Agent
 	}
-	key := ModelKey(c.Model)
+}
+
+// model is the entry of Models that model's calls are summed up in, made
+// when missing; past MaxModels entries, that of ModelOther.
+func (u *Usage) model(model string) *ModelUsage {
+	key := ModelKey(model)
 	if u.Models == nil {
 		u.Models = map[string]*ModelUsage{}
 	}
@@ -144,8 +166,7 @@ func (u *Usage) AddCall(c Call) {
 			u.Models[key] = m
 		}
 	}
-	m.Add(ModelUsage{Calls: 1, InputTokens: c.InputTokens, CacheReadTokens: c.CacheReadTokens, CacheWriteTokens: c.CacheWriteTokens,
-		OutputTokens: c.OutputTokens, CostUSD: c.CostUSD(), CostEstimatedUSD: c.CostEstimatedUSD, CostSource: c.CostSource})
+	return m
 }
 
 // impossibleUsage names the first figure of usage.models no runr could

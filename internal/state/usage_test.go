@@ -83,3 +83,26 @@ func TestImpossibleUsageModels(t *testing.T) {
 	}
 	assert.Contains(t, (&Usage{Models: many}).impossibleUsage(), "more than")
 }
+
+// Merge sums another run's usage into u, its models' totals included (a
+// parallel run's workers' runs).
+func TestUsageMerge(t *testing.T) {
+	var a, b Usage
+	a.AddCall(Call{Agent: "claude", Model: "opus", InputTokens: 10, OutputTokens: 2, CacheReadTokens: 5, CostReportedUSD: 0.5, CostSource: CostReported})
+	b.AddCall(Call{Agent: "claude", Model: "opus", InputTokens: 20, OutputTokens: 4, CostReportedUSD: 1, CostSource: CostReported})
+	b.AddCall(Call{Agent: "command", Model: "m2", InputTokens: 7, OutputTokens: 1, CostEstimatedUSD: 0.25, CostSource: CostEstimated})
+	var run Usage
+	run.Merge(a)
+	run.Merge(b)
+	assert.Equal(t, int64(37), run.InputTokens)
+	assert.Equal(t, int64(7), run.OutputTokens)
+	assert.Equal(t, int64(5), run.CacheReadTokens)
+	assert.InDelta(t, 1.75, run.CostUSD, 1e-9)
+	assert.True(t, run.CostEstimated)
+	require.Len(t, run.Models, 2)
+	assert.Equal(t, 2, run.Models["opus"].Calls)
+	assert.Equal(t, int64(30), run.Models["opus"].InputTokens)
+	assert.InDelta(t, 1.5, run.Models["opus"].CostUSD, 1e-9)
+	assert.Equal(t, CostReported, run.Models["opus"].CostSource)
+	assert.Equal(t, 1, run.Models["m2"].Calls)
+}
