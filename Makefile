@@ -6,7 +6,7 @@ COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: all build test test-short agents test-agents record-agents lint docs check-docs demo bench fuzz soak release-snapshot release-check clean
+.PHONY: all build test test-short agents test-agents record-agents lint docs demo bench fuzz soak release-snapshot release-check clean
 
 all: build
 
