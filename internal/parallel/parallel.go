@@ -642,10 +642,28 @@ func (c *coordinator) work(ctx context.Context, k int, j job, runID string, sign
 // set, else as the branch is, with whatever the tree held discarded. A
 // worktree that git cannot use (a runr killed while making it) is made
 // again.
+//
+// The worktrees live in the run store, which an agent can write: a
+// directory there replaced by a symlink (to the user's checkout, say) is
+// never followed, since a checkout and a clean there would discard whatever
+// the link's target holds. A link in place of a worktree is removed and the
+// worktree made again; one in place of the run's worktrees directory stops
+// the run.
 func (c *coordinator) ensureTree(ctx context.Context, dir, branch, start string, move bool) error {
 	c.gitMu.Lock()
 	defer c.gitMu.Unlock()
-	if _, err := os.Stat(dir); err == nil {
+	for _, p := range []string{filepath.Dir(c.home), c.home} {
+		if fi, err := os.Lstat(p); err == nil && !fi.IsDir() {
+			return fmt.Errorf("%s is not the directory runr made for the run's worktrees (a symlink or a file put there): remove it, then resume", p)
+		}
+	}
+	if fi, err := os.Lstat(dir); err == nil && !fi.IsDir() {
+		// Only the link or file goes, never what a link points to.
+		if err := os.Remove(dir); err != nil {
+			return fmt.Errorf("remove %s, which is not the worktree runr made: %w", dir, err)
+		}
+		_ = guard.DiscardWorktree(ctx, c.o.Repo, dir)
+	} else if err == nil {
 		var err error
 		if move {
 			err = guard.SwitchTo(ctx, dir, branch, start)
