@@ -909,7 +909,15 @@ func (c *coordinator) merge(ctx context.Context, k, n int) *stopreasons.Stop {
 		return internalStop(err)
 	}
 	c.gitMu.Lock()
-	conflicts, err := guard.SquashMerge(ctx, c.integ, branch)
+	// The merge starts from the integration head exactly: the verify
+	// commands of the last merge may have written in the tree (a formatter,
+	// a lock file, a generated file), which would block the merge or leak
+	// into this milestone's commit. Ignored files stay, caches with them.
+	err = guard.ResetTo(ctx, c.integ, head)
+	var conflicts []string
+	if err == nil {
+		conflicts, err = guard.SquashMerge(ctx, c.integ, branch)
+	}
 	c.gitMu.Unlock()
 	if err != nil {
 		return internalStop(err)
