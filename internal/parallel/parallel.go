@@ -692,10 +692,12 @@ func (c *coordinator) ensureTree(ctx context.Context, dir, branch, start string,
 		}
 		_ = guard.DiscardWorktree(ctx, c.o.Repo, dir)
 	} else if err == nil {
-		var err error
-		if move {
+		// Its .git file may have been pointed at another git dir: then
+		// it is made again rather than checked out there.
+		err := guard.CheckWorktree(ctx, c.o.Repo, dir)
+		if err == nil && move {
 			err = guard.SwitchTo(ctx, dir, branch, start)
-		} else {
+		} else if err == nil {
 			err = guard.ResetTo(ctx, dir, "HEAD")
 		}
 		if err == nil {
@@ -1054,12 +1056,15 @@ func (c *coordinator) verifyMerged(ctx context.Context, n int) (string, string, 
 // stop.json. A completed run's worker worktrees are removed.
 func (c *coordinator) finish(sp *stopreasons.Stop) (*state.State, error) {
 	st := c.st
-	if c.sig != nil && sp.Code != stopreasons.UserStopped && sp.Code != stopreasons.Terminated && sp.Code != stopreasons.Complete {
+	c.mu.Lock()
+	sig := c.sig // watchSignals may still be taking one
+	c.mu.Unlock()
+	if sig != nil && sp.Code != stopreasons.UserStopped && sp.Code != stopreasons.Terminated && sp.Code != stopreasons.Complete {
 		code := stopreasons.Terminated
-		if c.sig == os.Interrupt {
+		if sig == os.Interrupt {
 			code = stopreasons.UserStopped
 		}
-		sp = &stopreasons.Stop{Code: code, Condition: "signal", Message: fmt.Sprintf("%v", c.sig)}
+		sp = &stopreasons.Stop{Code: code, Condition: "signal", Message: fmt.Sprintf("%v", sig)}
 	}
 	now := c.o.Now().UTC()
 	st.ElapsedMS = c.baseMS + now.Sub(c.start).Milliseconds()

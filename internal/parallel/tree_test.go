@@ -61,6 +61,16 @@ func TestEnsureTreeNeverFollowsASymlink(t *testing.T) {
 	require.Equal(t, head, got)
 	require.Equal(t, "runr/r1-m2", gitIn(t, dir, "branch", "--show-current"))
 
+	// The agent points the worktree's .git file at the user's own git
+	// dir: a checkout there would move the user's HEAD and index.
+	gitIn(t, repo, "add", "notes.txt")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".git"), []byte("gitdir: "+filepath.Join(repo, ".git")+"\n"), 0o644))
+	require.NoError(t, c.ensureTree(ctx, dir, "runr/r1-m3", head, true))
+	require.Equal(t, "main", gitIn(t, repo, "branch", "--show-current"), "the user's checkout stays on its branch")
+	require.Equal(t, "A  notes.txt", gitIn(t, repo, "status", "--porcelain", "--untracked-files=no"), "the user's index is kept")
+	require.Equal(t, "runr/r1-m3", gitIn(t, dir, "branch", "--show-current"))
+	require.NoError(t, guard.CheckWorktree(ctx, repo, dir))
+
 	// The run's worktrees directory itself replaced by a link: refused.
 	require.NoError(t, os.RemoveAll(dir))
 	require.NoError(t, os.RemoveAll(home))
