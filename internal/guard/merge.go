@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -175,6 +176,40 @@ func DiscardWorktree(ctx context.Context, repo, path string) error {
 	}
 	if _, err := git(ctx, repo, "worktree", "prune"); err != nil {
 		return fmt.Errorf("prune the worktrees of %s: %w", repo, err)
+	}
+	return nil
+}
+
+// CheckWorktree reports an error unless dir is one of repo's linked
+// worktrees as git made it: its top level is dir, its common git dir is
+// repo's and its own git dir one of that dir's worktrees/ entries. A
+// worktree's .git is a file its tree's writer can rewrite, to point git at
+// another repository's git dir (the user's checkout's own, say), where a
+// checkout would move that repository's HEAD and index.
+func CheckWorktree(ctx context.Context, repo, dir string) error {
+	common, err := CommonDir(ctx, repo)
+	if err != nil {
+		return err
+	}
+	p, err := gitPaths(ctx, dir)
+	if err != nil {
+		return err
+	}
+	same := func(a, b string) bool {
+		ra, errA := filepath.EvalSymlinks(a)
+		rb, errB := filepath.EvalSymlinks(b)
+		return errA == nil && errB == nil && ra == rb
+	}
+	own, err := filepath.EvalSymlinks(p.own)
+	if err != nil {
+		return fmt.Errorf("%s: its git dir %s: %w", dir, p.own, err)
+	}
+	worktrees, err := filepath.EvalSymlinks(filepath.Join(common, "worktrees"))
+	if err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	if !same(p.top, dir) || !same(p.common, common) || filepath.Dir(own) != worktrees {
+		return fmt.Errorf("%s is not a worktree of %s as git made it (top level %s, git dir %s, common dir %s)", dir, repo, p.top, p.own, p.common)
 	}
 	return nil
 }

@@ -225,6 +225,10 @@ func newCoordinator(so supervisor.Options, st *state.State) *coordinator {
 		home: filepath.Join(so.Store.Home, "worktrees", st.RunID), branch: "runr/" + st.RunID, start: so.Now(), baseMS: st.ElapsedMS,
 		done: make(chan finished, n), live: map[int]figures{}}
 	c.integ = filepath.Join(c.home, "main")
+	// A resumed run's budget goes on from what it spent before: the
+	// workers' stop rules judge that plus their own.
+	c.spent = figures{cost: st.Usage.CostUSD, tokens: st.Usage.InputTokens + st.Usage.OutputTokens, iterations: st.Iteration, ticks: st.Tick,
+		attempt: st.Counters.Attempts}
 	for k := 1; k <= n; k++ {
 		c.slots = append(c.slots, &slot{signals: make(chan os.Signal, 4), WorkerSlot: state.WorkerSlot{Worker: k}})
 	}
@@ -236,6 +240,15 @@ func newCoordinator(so supervisor.Options, st *state.State) *coordinator {
 // commit, every milestone merged by its trailer approved, the others
 // pending with their branches' work to carry.
 func (c *coordinator) recover(ctx context.Context) *stopreasons.Stop {
+	// The worker runs whose spend the saved state does not hold yet: those
+	// of the slots still busy there. A report taken clears its slot (or, at
+	// a stop, marks it stopped) before the next save.
+	untaken := map[string]bool{}
+	for _, s := range c.st.Workers {
+		if s.Milestone > 0 && s.RunID != "" && s.Phase != state.PhaseStopped {
+			untaken[s.RunID] = true
+		}
+	}
 	children, _ := filepath.Glob(filepath.Join(c.runDir, "workers", "w*", "runs", "*", "state.json"))
 	for _, path := range children {
 		home := filepath.Dir(filepath.Dir(filepath.Dir(path)))
@@ -244,20 +257,26 @@ func (c *coordinator) recover(ctx context.Context) *stopreasons.Stop {
 			return internalStop(err)
 		}
 		child, err := store.Load(filepath.Base(filepath.Dir(path)))
-		if err != nil || child.StopReason != nil {
-			continue // finished, or unreadable: it holds no live process
+		if err != nil {
+			continue // unreadable: it holds no live process
 		}
-		sup := supervisor.New(supervisor.Options{Config: c.cfg, Store: store, Now: c.o.Now})
-		if _, err := sup.RecoverCrash(child); err != nil {
-			return internalStop(err)
+		if child.StopReason == nil {
+			sup := supervisor.New(supervisor.Options{Config: c.cfg, Store: store, Now: c.o.Now})
+			if _, err := sup.RecoverCrash(child); err != nil {
+				return internalStop(err)
+			}
+			child.RunStatus = stopreasons.RunStopped
+			now := c.o.Now().UTC()
+			child.StoppedAt = &now
+			child.StopReason = state.NewStopReason(stopreasons.Terminated, 0, "the parallel run's runr died; the milestone starts again from its branch")
+			_ = store.Save(child)
 		}
-		// The spend of a worker whose runr died was never added to the run's.
-		c.addChild(child)
-		child.RunStatus = stopreasons.RunStopped
-		now := c.o.Now().UTC()
-		child.StoppedAt = &now
-		child.StopReason = state.NewStopReason(stopreasons.Terminated, 0, "the parallel run's runr died; the milestone starts again from its branch")
-		_ = store.Save(child)
+		// A worker run that finished, or whose runr died, before the
+		// coordinator took its report: its spend was never added to the
+		// run's. The slot's record goes on the next save, so never twice.
+		if untaken[child.RunID] {
+			c.addChild(child)
+		}
 	}
 	if c.st.Parallel.Base == "" {
 		// Killed before the integration branch was made.
@@ -360,7 +379,15 @@ func (c *coordinator) loop(ctx context.Context) *stopreasons.Stop {
 	var sp *stopreasons.Stop
 	for {
 		if sp == nil {
-			sp = c.schedule(runCtx)
+			var begun bool
+			sp, begun = c.schedule(runCtx)
+			if sp == nil && begun {
+				// The new workers' runs are in state.json before they
+				// spend: a resume adds the spend of the runs of busy slots.
+				if err := c.save(); err != nil {
+					sp = internalStop(err)
+				}
+			}
 			if sp != nil {
 				c.stopAll(os.Interrupt)
 			}
@@ -467,10 +494,10 @@ func (c *coordinator) groupOf(milestone int) int {
 }
 
 // schedule hands waiting milestones of the current group to free workers.
-func (c *coordinator) schedule(ctx context.Context) *stopreasons.Stop {
+func (c *coordinator) schedule(ctx context.Context) (sp *stopreasons.Stop, begun bool) {
 	g := c.group()
 	if g < 0 {
-		return nil
+		return nil, false
 	}
 	for i, m := range c.st.Milestones {
 		if m.Status == state.MilestonePending && c.groupOf(i+1) == g && !c.queued(i+1) {
@@ -480,20 +507,21 @@ func (c *coordinator) schedule(ctx context.Context) *stopreasons.Stop {
 	for len(c.queue) > 0 {
 		k := c.freeWorker()
 		if k == 0 {
-			return nil
+			return nil, begun
 		}
 		j := c.queue[0]
 		c.queue = c.queue[1:]
 		if j.start == "" {
 			head, err := guard.Head(ctx, c.integ)
 			if err != nil {
-				return internalStop(err)
+				return internalStop(err), begun
 			}
 			j.start = head
 		}
 		c.begin(ctx, k, j)
+		begun = true
 	}
-	return nil
+	return nil, begun
 }
 
 func (c *coordinator) queued(milestone int) bool {
@@ -642,14 +670,34 @@ func (c *coordinator) work(ctx context.Context, k int, j job, runID string, sign
 // set, else as the branch is, with whatever the tree held discarded. A
 // worktree that git cannot use (a runr killed while making it) is made
 // again.
+//
+// The worktrees live in the run store, which an agent can write: a
+// directory there replaced by a symlink (to the user's checkout, say) is
+// never followed, since a checkout and a clean there would discard whatever
+// the link's target holds. A link in place of a worktree is removed and the
+// worktree made again; one in place of the run's worktrees directory stops
+// the run.
 func (c *coordinator) ensureTree(ctx context.Context, dir, branch, start string, move bool) error {
 	c.gitMu.Lock()
 	defer c.gitMu.Unlock()
-	if _, err := os.Stat(dir); err == nil {
-		var err error
-		if move {
+	for _, p := range []string{filepath.Dir(c.home), c.home} {
+		if fi, err := os.Lstat(p); err == nil && !fi.IsDir() {
+			return fmt.Errorf("%s is not the directory runr made for the run's worktrees (a symlink or a file put there): remove it, then resume", p)
+		}
+	}
+	if fi, err := os.Lstat(dir); err == nil && !fi.IsDir() {
+		// Only the link or file goes, never what a link points to.
+		if err := os.Remove(dir); err != nil {
+			return fmt.Errorf("remove %s, which is not the worktree runr made: %w", dir, err)
+		}
+		_ = guard.DiscardWorktree(ctx, c.o.Repo, dir)
+	} else if err == nil {
+		// Its .git file may have been pointed at another git dir: then
+		// it is made again rather than checked out there.
+		err := guard.CheckWorktree(ctx, c.o.Repo, dir)
+		if err == nil && move {
 			err = guard.SwitchTo(ctx, dir, branch, start)
-		} else {
+		} else if err == nil {
 			err = guard.ResetTo(ctx, dir, "HEAD")
 		}
 		if err == nil {
@@ -863,7 +911,15 @@ func (c *coordinator) merge(ctx context.Context, k, n int) *stopreasons.Stop {
 		return internalStop(err)
 	}
 	c.gitMu.Lock()
-	conflicts, err := guard.SquashMerge(ctx, c.integ, branch)
+	// The merge starts from the integration head exactly: the verify
+	// commands of the last merge may have written in the tree (a formatter,
+	// a lock file, a generated file), which would block the merge or leak
+	// into this milestone's commit. Ignored files stay, caches with them.
+	err = guard.ResetTo(ctx, c.integ, head)
+	var conflicts []string
+	if err == nil {
+		conflicts, err = guard.SquashMerge(ctx, c.integ, branch)
+	}
 	c.gitMu.Unlock()
 	if err != nil {
 		return internalStop(err)
@@ -1000,12 +1056,15 @@ func (c *coordinator) verifyMerged(ctx context.Context, n int) (string, string, 
 // stop.json. A completed run's worker worktrees are removed.
 func (c *coordinator) finish(sp *stopreasons.Stop) (*state.State, error) {
 	st := c.st
-	if c.sig != nil && sp.Code != stopreasons.UserStopped && sp.Code != stopreasons.Terminated && sp.Code != stopreasons.Complete {
+	c.mu.Lock()
+	sig := c.sig // watchSignals may still be taking one
+	c.mu.Unlock()
+	if sig != nil && sp.Code != stopreasons.UserStopped && sp.Code != stopreasons.Terminated && sp.Code != stopreasons.Complete {
 		code := stopreasons.Terminated
-		if c.sig == os.Interrupt {
+		if sig == os.Interrupt {
 			code = stopreasons.UserStopped
 		}
-		sp = &stopreasons.Stop{Code: code, Condition: "signal", Message: fmt.Sprintf("%v", c.sig)}
+		sp = &stopreasons.Stop{Code: code, Condition: "signal", Message: fmt.Sprintf("%v", sig)}
 	}
 	now := c.o.Now().UTC()
 	st.ElapsedMS = c.baseMS + now.Sub(c.start).Milliseconds()
