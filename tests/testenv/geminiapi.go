@@ -3,11 +3,8 @@ package testenv
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -88,14 +85,8 @@ type GeminiReply struct {
 // (?alt=sse) or :generateContent is answered by script, streamed as
 // server-sent events the way the real API streams them.
 type GeminiAPI struct {
-	srv    *httptest.Server
+	scripted
 	script func(GeminiRequest) GeminiReply
-
-	scriptMu sync.Mutex
-	mu       sync.Mutex
-	requests int
-	paths    []string
-	problems []string
 }
 
 // NewGeminiAPI starts the fake API answering with script; it stops when t
@@ -103,15 +94,7 @@ type GeminiAPI struct {
 func NewGeminiAPI(t testing.TB, script func(GeminiRequest) GeminiReply) *GeminiAPI {
 	t.Helper()
 	api := &GeminiAPI{script: script}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("the fake Gemini API cannot listen: %v", err)
-	}
-	api.srv = httptest.NewUnstartedServer(http.HandlerFunc(api.serve))
-	api.srv.Listener.Close()
-	api.srv.Listener = l
-	api.srv.Start()
-	t.Cleanup(api.srv.Close)
+	api.start(t, "the fake Gemini API", api.serve)
 	return api
 }
 
@@ -126,11 +109,8 @@ const (
 )
 
 func (api *GeminiAPI) serve(w http.ResponseWriter, r *http.Request) {
-	api.mu.Lock()
-	api.requests++
-	n := api.requests
-	api.paths = append(api.paths, r.Method+" "+r.URL.Path)
-	api.mu.Unlock()
+	api.record(r)
+	n := api.next()
 	if n > MaxAPIRequests {
 		api.problem("more than %d requests", MaxAPIRequests)
 		writeGeminiError(w, GeminiReply{Status: http.StatusInternalServerError, Message: "the test's request budget is spent"})
@@ -300,29 +280,4 @@ func writeGeminiError(w http.ResponseWriter, reply GeminiReply) {
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	w.WriteHeader(status)
 	w.Write(body)
-}
-
-func (api *GeminiAPI) problem(format string, args ...any) {
-	api.mu.Lock()
-	defer api.mu.Unlock()
-	api.problems = append(api.problems, fmt.Sprintf(format, args...))
-}
-
-// Check fails the test on anything the API found wrong, and shows the
-// requests it saw.
-func (api *GeminiAPI) Check(t testing.TB) {
-	t.Helper()
-	api.mu.Lock()
-	defer api.mu.Unlock()
-	t.Logf("the fake Gemini API got %d requests: %v", api.requests, api.paths)
-	if len(api.problems) > 0 {
-		t.Errorf("the fake Gemini API found problems: %v\nrequests: %v", api.problems, api.paths)
-	}
-}
-
-// Count is how many requests the API has received.
-func (api *GeminiAPI) Count() int {
-	api.mu.Lock()
-	defer api.mu.Unlock()
-	return api.requests
 }

@@ -3,11 +3,8 @@ package testenv
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -98,14 +95,8 @@ type APIReply struct {
 // POST /v1/messages is answered by script, streamed as server-sent events
 // the way the real API streams them.
 type MessagesAPI struct {
-	srv    *httptest.Server
+	scripted
 	script func(APIRequest) APIReply
-
-	scriptMu sync.Mutex // one script call at a time, so scripts may keep state
-	mu       sync.Mutex
-	requests int
-	paths    []string
-	problems []string
 }
 
 // NewMessagesAPI starts the fake API answering with script; it stops when
@@ -113,15 +104,7 @@ type MessagesAPI struct {
 func NewMessagesAPI(t testing.TB, script func(APIRequest) APIReply) *MessagesAPI {
 	t.Helper()
 	api := &MessagesAPI{script: script}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("the fake Messages API cannot listen: %v", err)
-	}
-	api.srv = httptest.NewUnstartedServer(http.HandlerFunc(api.serve))
-	api.srv.Listener.Close()
-	api.srv.Listener = l
-	api.srv.Start()
-	t.Cleanup(api.srv.Close)
+	api.start(t, "the fake API", api.serve)
 	return api
 }
 
@@ -129,11 +112,8 @@ func NewMessagesAPI(t testing.TB, script func(APIRequest) APIReply) *MessagesAPI
 func (api *MessagesAPI) URL() string { return api.srv.URL }
 
 func (api *MessagesAPI) serve(w http.ResponseWriter, r *http.Request) {
-	api.mu.Lock()
-	api.requests++
-	n := api.requests
-	api.paths = append(api.paths, r.Method+" "+r.URL.Path)
-	api.mu.Unlock()
+	api.record(r)
+	n := api.next()
 	if n > MaxAPIRequests {
 		api.problem("more than %d requests", MaxAPIRequests)
 		writeAPIError(w, http.StatusInternalServerError, "api_error", "the test's request budget is spent")
@@ -165,31 +145,6 @@ func (api *MessagesAPI) serve(w http.ResponseWriter, r *http.Request) {
 		api.problem("request %d is not streamed", n)
 	}
 	streamMessage(w, req.Model, n, reply.Blocks)
-}
-
-func (api *MessagesAPI) problem(format string, args ...any) {
-	api.mu.Lock()
-	defer api.mu.Unlock()
-	api.problems = append(api.problems, fmt.Sprintf(format, args...))
-}
-
-// Check fails the test on anything the API found wrong, and shows the
-// requests it saw.
-func (api *MessagesAPI) Check(t testing.TB) {
-	t.Helper()
-	api.mu.Lock()
-	defer api.mu.Unlock()
-	t.Logf("the fake API got %d requests: %v", api.requests, api.paths)
-	if len(api.problems) > 0 {
-		t.Errorf("the fake API found problems: %v\nrequests: %v", api.problems, api.paths)
-	}
-}
-
-// Count is how many requests the API has received.
-func (api *MessagesAPI) Count() int {
-	api.mu.Lock()
-	defer api.mu.Unlock()
-	return api.requests
 }
 
 func writeAPIError(w http.ResponseWriter, status int, typ, msg string) {

@@ -3,11 +3,8 @@ package testenv
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -87,14 +84,8 @@ type CompatReply struct {
 // as server-sent events the way OpenAI's API streams them (chunks, a usage
 // chunk, data: [DONE]).
 type CompatAPI struct {
-	srv    *httptest.Server
+	scripted
 	script func(CompatRequest) CompatReply
-
-	scriptMu sync.Mutex
-	mu       sync.Mutex
-	requests int
-	paths    []string
-	problems []string
 }
 
 // NewCompatAPI starts the fake API answering with script; it stops when t
@@ -102,15 +93,7 @@ type CompatAPI struct {
 func NewCompatAPI(t testing.TB, script func(CompatRequest) CompatReply) *CompatAPI {
 	t.Helper()
 	api := &CompatAPI{script: script}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("the fake OpenAI-compatible API cannot listen: %v", err)
-	}
-	api.srv = httptest.NewUnstartedServer(http.HandlerFunc(api.serve))
-	api.srv.Listener.Close()
-	api.srv.Listener = l
-	api.srv.Start()
-	t.Cleanup(api.srv.Close)
+	api.start(t, "the fake OpenAI-compatible API", api.serve)
 	return api
 }
 
@@ -125,11 +108,8 @@ const (
 )
 
 func (api *CompatAPI) serve(w http.ResponseWriter, r *http.Request) {
-	api.mu.Lock()
-	api.requests++
-	n := api.requests
-	api.paths = append(api.paths, r.Method+" "+r.URL.Path)
-	api.mu.Unlock()
+	api.record(r)
+	n := api.next()
 	if n > MaxAPIRequests {
 		api.problem("more than %d requests", MaxAPIRequests)
 		writeCompatError(w, CompatReply{Status: http.StatusInternalServerError})
@@ -243,29 +223,4 @@ func writeCompatError(w http.ResponseWriter, reply CompatReply) {
 	w.Header().Set("x-request-id", "req_test")
 	w.WriteHeader(reply.Status)
 	w.Write(body)
-}
-
-func (api *CompatAPI) problem(format string, args ...any) {
-	api.mu.Lock()
-	defer api.mu.Unlock()
-	api.problems = append(api.problems, fmt.Sprintf(format, args...))
-}
-
-// Check fails the test on anything the API found wrong, and shows the
-// requests it saw.
-func (api *CompatAPI) Check(t testing.TB) {
-	t.Helper()
-	api.mu.Lock()
-	defer api.mu.Unlock()
-	t.Logf("the fake OpenAI-compatible API got %d requests: %v", api.requests, api.paths)
-	if len(api.problems) > 0 {
-		t.Errorf("the fake OpenAI-compatible API found problems: %v\nrequests: %v", api.problems, api.paths)
-	}
-}
-
-// Count is how many requests the API has received.
-func (api *CompatAPI) Count() int {
-	api.mu.Lock()
-	defer api.mu.Unlock()
-	return api.requests
 }

@@ -3,12 +3,9 @@ package testenv
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -98,30 +95,16 @@ func AuthFailedReply() OpenAIReply {
 // openAIServer is the part the scripted OpenAI APIs share: a listener on
 // 127.0.0.1, the script, the request log and the problems found.
 type openAIServer struct {
-	srv    *httptest.Server
+	scripted
 	script func(OpenAIRequest) OpenAIReply
 	path   string // the endpoint, e.g. /v1/responses
 	decode func([]byte) (OpenAIRequest, error)
 	stream func(w http.ResponseWriter, req OpenAIRequest, n int, reply OpenAIReply)
-
-	scriptMu sync.Mutex
-	mu       sync.Mutex
-	requests int
-	paths    []string
-	problems []string
 }
 
 func startOpenAIServer(t testing.TB, s *openAIServer) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("the scripted API cannot listen: %v", err)
-	}
-	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
-	s.srv.Listener.Close()
-	s.srv.Listener = l
-	s.srv.Start()
-	t.Cleanup(s.srv.Close)
+	s.start(t, "the scripted API", s.serve)
 }
 
 // URL is the base URL to give the CLI, with the /v1 the OpenAI clients
@@ -129,18 +112,13 @@ func startOpenAIServer(t testing.TB, s *openAIServer) {
 func (s *openAIServer) URL() string { return s.srv.URL + "/v1" }
 
 func (s *openAIServer) serve(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	s.paths = append(s.paths, r.Method+" "+r.URL.Path)
-	s.mu.Unlock()
+	s.record(r)
 	if r.Method != http.MethodPost || r.URL.Path != s.path {
 		// A side request of the CLI (a model list, telemetry): not ours.
 		http.NotFound(w, r)
 		return
 	}
-	s.mu.Lock()
-	s.requests++
-	n := s.requests
-	s.mu.Unlock()
+	n := s.next()
 	if n > MaxAPIRequests {
 		s.problem("more than %d requests", MaxAPIRequests)
 		writeOpenAIError(w, OpenAIReply{Status: http.StatusInternalServerError, ErrorType: "server_error",
@@ -177,31 +155,6 @@ func (s *openAIServer) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	s.stream(w, req, n, reply)
-}
-
-func (s *openAIServer) problem(format string, args ...any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.problems = append(s.problems, fmt.Sprintf(format, args...))
-}
-
-// Check fails the test on anything the API found wrong, and shows the
-// requests it saw.
-func (s *openAIServer) Check(t testing.TB) {
-	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t.Logf("the scripted API got %d requests: %v", s.requests, s.paths)
-	if len(s.problems) > 0 {
-		t.Errorf("the scripted API found problems: %v\nrequests: %v", s.problems, s.paths)
-	}
-}
-
-// Count is how many requests of its endpoint the API has received.
-func (s *openAIServer) Count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.requests
 }
 
 func writeOpenAIError(w http.ResponseWriter, reply OpenAIReply) {
