@@ -565,13 +565,19 @@ func printUncommitted(io *IOStreams, st *state.State, cfg *config.Config) {
 	if st.Worktree != "" {
 		dir = st.Worktree
 	}
-	changes, err := guard.Changes(context.Background(), dir)
-	if err != nil {
-		return
+	paths := st.Uncommitted
+	if paths == nil {
+		changes, err := guard.Changes(context.Background(), dir)
+		if err != nil {
+			return
+		}
+		for _, c := range changes {
+			paths = append(paths, c.Path)
+		}
 	}
 	n := 0
-	for _, c := range changes {
-		if !slices.Contains(st.StartChanges, c.Path) {
+	for _, p := range paths {
+		if !slices.Contains(st.StartChanges, p) {
 			n++
 		}
 	}

@@ -185,6 +185,8 @@ func runRun(opts *RunOptions) error {
 			return err
 		}
 	}
+	// The repository's config is read by git while runr reads its own.
+	defer guard.Prefetch(context.Background(), repo)()
 	cfg, err := config.Load(config.LoadOptions{RepoRoot: repo, ConfigFile: opts.Global.Config, Environ: io.Environ, Overrides: opts.Overrides, AgentKinds: agents.Kinds(), Show: shownPath})
 	if err != nil {
 		return err

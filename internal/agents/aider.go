@@ -3,7 +3,6 @@ package agents
 import (
 	"bytes"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -49,11 +48,11 @@ func (aiderAdapter) Invocation(req Request) (Invocation, error) {
 var (
 	// "Tokens: 2.3k sent, 1.1k received. Cost: $0.01 message, $0.05 session."
 	// "Tokens: 12,345 sent, 1,024 cached, 456 received."
-	aiderTokens = regexp.MustCompile(`^Tokens:\s*([\d.,]+[kKmM]?)\s+sent,\s*(?:([\d.,]+[kKmM]?)\s+(?:cache write|cached|cache hit)[^,]*,\s*)*([\d.,]+[kKmM]?)\s+received`)
-	aiderCost   = regexp.MustCompile(`Cost:\s*\$([\d.,]+)\s+message,\s*\$([\d.,]+)\s+session`)
+	aiderTokens = lazyRegexp(`^Tokens:\s*([\d.,]+[kKmM]?)\s+sent,\s*(?:([\d.,]+[kKmM]?)\s+(?:cache write|cached|cache hit)[^,]*,\s*)*([\d.,]+[kKmM]?)\s+received`)
+	aiderCost   = lazyRegexp(`Cost:\s*\$([\d.,]+)\s+message,\s*\$([\d.,]+)\s+session`)
 	// Lines aider prints when the LLM call or its setup failed; narrow
 	// enough that the model's own answer rarely matches.
-	aiderErrLine = regexp.MustCompile(`(?i)^(API )?Error:|litellm\.\w*Error|\b(Authentication|RateLimit|ServiceUnavailable|InternalServer|APIConnection|BadRequest|NotFound|ContextWindowExceeded)Error\b|^The API provider |rate limit.*(exceeded|reached)|Missing these environment variables`)
+	aiderErrLine = lazyRegexp(`(?i)^(API )?Error:|litellm\.\w*Error|\b(Authentication|RateLimit|ServiceUnavailable|InternalServer|APIConnection|BadRequest|NotFound|ContextWindowExceeded)Error\b|^The API provider |rate limit.*(exceeded|reached)|Missing these environment variables`)
 )
 
 type aiderParser struct {
@@ -101,7 +100,7 @@ func (p *aiderParser) Line(line []byte) bool {
 		p.res.InputTokens += parseCount(m[1])
 		p.res.CacheReadTokens += parseCount(m[2])
 		p.res.OutputTokens += parseCount(m[3])
-		if c := aiderCost.FindSubmatch(b); c != nil {
+		if c := aiderCost().FindSubmatch(b); c != nil {
 			// The session figure is the total of this aider process, which
 			// is this one call.
 			if v, err := strconv.ParseFloat(strings.ReplaceAll(string(c[2]), ",", ""), 64); err == nil {
@@ -120,7 +119,7 @@ func (p *aiderParser) Line(line []byte) bool {
 			p.res.Model = m
 		}
 	}
-	if mayBeAiderError(b) && aiderErrLine.Match(b) {
+	if mayBeAiderError(b) && aiderErrLine().Match(b) {
 		p.errs = append(p.errs, string(b))
 		if len(p.errs) > 5 {
 			p.errs = p.errs[1:]
@@ -135,7 +134,7 @@ func aiderUsage(b []byte) []string {
 	if !bytes.HasPrefix(b, []byte("Tokens:")) {
 		return nil
 	}
-	return aiderTokens.FindStringSubmatch(string(b))
+	return aiderTokens().FindStringSubmatch(string(b))
 }
 
 // aiderErrorWords are, in lower case, words of which every match of

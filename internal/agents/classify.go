@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	_ "time/tzdata" // reset times name IANA zones ("resets 3pm (Europe/Berlin)"); do not depend on the host's zoneinfo
 	"unicode/utf8"
@@ -18,9 +19,9 @@ import (
 const statusCtx = `(?:status|error|http|code|rejected)\W{0,3}(?:code\W{0,3})?`
 
 var (
-	authText   = regexp.MustCompile(`(?i)` + statusCtx + `401\b|unauthori[sz]ed|unauthenticated|authentication|invalid[ _-]?(api[ _-]?key|x-api-key)|api key not valid|not logged in|please (run .*)?/?log ?in|login required|oauth token`)
-	rateText   = regexp.MustCompile(`(?i)` + statusCtx + `429\b|\b429 too many|rate[ _-]?limit|usage limit|hit your limit|too many requests|quota|resource.{0,20}exhausted|limit reached|credit balance (?:is )?too low|insufficient[ _]quota`)
-	serverText = regexp.MustCompile(`(?i)` + statusCtx + `(50[0-4]|529)\b|\b(50[0-4]|529)\s+(internal|service|bad|gateway|overloaded)|overloaded|internal server error|service unavailable|bad gateway|server[ _]error|serviceunavailable|internalservererror`)
+	authText   = lazyRegexp(`(?i)` + statusCtx + `401\b|unauthori[sz]ed|unauthenticated|authentication|invalid[ _-]?(api[ _-]?key|x-api-key)|api key not valid|not logged in|please (run .*)?/?log ?in|login required|oauth token`)
+	rateText   = lazyRegexp(`(?i)` + statusCtx + `429\b|\b429 too many|rate[ _-]?limit|usage limit|hit your limit|too many requests|quota|resource.{0,20}exhausted|limit reached|credit balance (?:is )?too low|insufficient[ _]quota`)
+	serverText = lazyRegexp(`(?i)` + statusCtx + `(50[0-4]|529)\b|\b(50[0-4]|529)\s+(internal|service|bad|gateway|overloaded)|overloaded|internal server error|service unavailable|bad gateway|server[ _]error|serviceunavailable|internalservererror`)
 )
 
 // classifyText gives the class of an error message; ClassError when it says
@@ -29,11 +30,11 @@ func classifyText(s string) Class {
 	switch {
 	case s == "":
 		return ClassError
-	case authText.MatchString(s):
+	case authText().MatchString(s):
 		return ClassAuth
-	case rateText.MatchString(s):
+	case rateText().MatchString(s):
 		return ClassRateLimit
-	case serverText.MatchString(s):
+	case serverText().MatchString(s):
 		return ClassServer
 	}
 	return ClassError
@@ -56,33 +57,33 @@ func classifyStatus(status int) Class {
 
 var (
 	// "Claude AI usage limit reached|1763776800"
-	resetEpochPipe = regexp.MustCompile(`(?i)limit reached\|(\d{9,11})`)
+	resetEpochPipe = lazyRegexp(`(?i)limit reached\|(\d{9,11})`)
 	// {"resets_at":1763776800} inside an error body
-	resetEpochJSON = regexp.MustCompile(`"resets?_at"\s*:\s*(\d{9,11})`)
+	resetEpochJSON = lazyRegexp(`"resets?_at"\s*:\s*(\d{9,11})`)
 	// "resets 3pm (Europe/Berlin)", "resets at 15:30", "resets 3:05 PM"
-	resetClock = regexp.MustCompile(`(?i)\bresets?\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)?(?:\s*\(([A-Za-z_+\-/0-9]+)\))?`)
+	resetClock = lazyRegexp(`(?i)\bresets?\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)?(?:\s*\(([A-Za-z_+\-/0-9]+)\))?`)
 	// "try again in 2h 30m", "retry in 45 seconds"
-	resetIn   = regexp.MustCompile(`(?i)\b(?:try again|retry|resets?)\s+in\s+((?:\d+\s*(?:hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b[\s,]*(?:and\s+)?)+)`)
-	resetPart = regexp.MustCompile(`(?i)(\d+)\s*(hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b`)
+	resetIn   = lazyRegexp(`(?i)\b(?:try again|retry|resets?)\s+in\s+((?:\d+\s*(?:hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b[\s,]*(?:and\s+)?)+)`)
+	resetPart = lazyRegexp(`(?i)(\d+)\s*(hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b`)
 )
 
 // parseResetAt finds when a limit resets in a CLI's message, relative to now
 // for clock times and durations; zero when the message does not say.
 func parseResetAt(s string, now time.Time) time.Time {
-	if m := resetEpochPipe.FindStringSubmatch(s); m != nil {
+	if m := resetEpochPipe().FindStringSubmatch(s); m != nil {
 		return epoch(m[1])
 	}
-	if m := resetEpochJSON.FindStringSubmatch(s); m != nil {
+	if m := resetEpochJSON().FindStringSubmatch(s); m != nil {
 		return epoch(m[1])
 	}
-	if m := resetClock.FindStringSubmatch(s); m != nil && (m[2] != "" || m[3] != "") {
+	if m := resetClock().FindStringSubmatch(s); m != nil && (m[2] != "" || m[3] != "") {
 		if t, ok := nextClock(m[1], m[2], m[3], m[4], now); ok {
 			return t
 		}
 	}
-	if m := resetIn.FindStringSubmatch(s); m != nil {
+	if m := resetIn().FindStringSubmatch(s); m != nil {
 		var d time.Duration
-		for _, p := range resetPart.FindAllStringSubmatch(m[1], -1) {
+		for _, p := range resetPart().FindAllStringSubmatch(m[1], -1) {
 			n, _ := strconv.Atoi(p[1])
 			switch strings.ToLower(p[2])[0] {
 			case 'h':
@@ -276,4 +277,10 @@ func (r *Result) addTail(tail []byte) {
 	if t := plainTail(tail, 3); t != "" {
 		r.ErrorText += ": " + t
 	}
+}
+
+// lazyRegexp compiles pattern on its first use: runr starts for every
+// command, and most never read an agent's output.
+func lazyRegexp(pattern string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
 }

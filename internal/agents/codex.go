@@ -2,7 +2,6 @@ package agents
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 )
@@ -165,12 +164,12 @@ func codexClass(text string) Class {
 // codexRetryAt is how codex writes the reset of a usage limit (the
 // resets_at of the API's usage_limit_reached error) in its own zone: "try
 // again at Nov 25th, 2026 1:21 AM", or "try again at 1:21 AM" on the same day.
-var codexRetryAt = regexp.MustCompile(`(?i)try again at (?:([A-Z][a-z]{2}) (\d{1,2})(?:st|nd|rd|th)?, (\d{4}) )?(\d{1,2}):(\d{2}) ?([AP]M)`)
+var codexRetryAt = lazyRegexp(`(?i)try again at (?:([A-Z][a-z]{2}) (\d{1,2})(?:st|nd|rd|th)?, (\d{4}) )?(\d{1,2}):(\d{2}) ?([AP]M)`)
 
 // codexResetAt reads codex's reset time, in the host's zone (codex prints
 // its local time); else whatever parseResetAt finds ("try again in 20s").
 func codexResetAt(s string, now time.Time) time.Time {
-	m := codexRetryAt.FindStringSubmatch(s)
+	m := codexRetryAt().FindStringSubmatch(s)
 	if m == nil {
 		return parseResetAt(s, now)
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
@@ -177,6 +178,16 @@ const maxModelName = 128
 // non-negative number, a field given twice, or a model name that is not one
 // plain word is not a usage line: ok is false and it changes nothing.
 func ParseUsageLine(line []byte) (u Usage, ok bool) {
+	// Most lines are not usage lines: the first byte past the leading
+	// ASCII blanks tells, without trimming the line (a byte of a longer
+	// UTF-8 rune may begin a blank bytes.TrimSpace knows).
+	i := 0
+	for i < len(line) && line[i] < utf8.RuneSelf && asciiSpace[line[i]] {
+		i++
+	}
+	if i == len(line) || line[i] != UsagePrefix[0] && line[i] < utf8.RuneSelf {
+		return Usage{}, false
+	}
 	line = bytes.TrimSpace(line)
 	rest, found := bytes.CutPrefix(line, []byte(UsagePrefix))
 	if !found {

@@ -15,6 +15,16 @@ type FinalReporter interface {
 	ResultPrinted() bool
 }
 
+// ReportsResult reports whether parser p can tell that the call's final
+// result was printed (ResultPrinted): a command agent's cannot.
+func ReportsResult(p Parser) bool {
+	if g, ok := p.(usageGuard); ok {
+		p = g.Parser
+	}
+	_, ok := p.(FinalReporter)
+	return ok
+}
+
 // ResultPrinted reports whether parser p has seen the call's final result.
 func ResultPrinted(p Parser) bool {
 	if g, ok := p.(usageGuard); ok {

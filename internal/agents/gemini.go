@@ -2,7 +2,6 @@ package agents
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -221,13 +220,13 @@ func (p *geminiParser) Finish(exitCode int, tail []byte) Result {
 // retry in 35.53s." and, when the delay is too long for the CLI to wait
 // (a TerminalQuotaError), it adds "Suggested retry after 3600s." from the
 // error's google.rpc.RetryInfo.
-var geminiRetry = regexp.MustCompile(`(?i)\b(?:retry in|retry after)\s+([0-9]+(?:\.[0-9]+)?)(ms|s)\b`)
+var geminiRetry = lazyRegexp(`(?i)\b(?:retry in|retry after)\s+([0-9]+(?:\.[0-9]+)?)(ms|s)\b`)
 
 // geminiResetAt is the latest reset the message names, relative to now;
 // zero when it names none.
 func geminiResetAt(msg string, now time.Time) time.Time {
 	var longest time.Duration
-	for _, m := range geminiRetry.FindAllStringSubmatch(msg, -1) {
+	for _, m := range geminiRetry().FindAllStringSubmatch(msg, -1) {
 		v, err := strconv.ParseFloat(m[1], 64)
 		if err != nil || v > 1e7 {
 			continue

@@ -1,7 +1,6 @@
 package agents
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -35,9 +34,9 @@ func LimitKinds() []LimitKind {
 }
 
 var (
-	usageWindowText = regexp.MustCompile(`(?i)usage[ _]limit|limit reached\|\d|hit your (?:session |weekly |daily |monthly )?limit|session limit|weekly limit|five_hour|seven_day|(?:daily|weekly|monthly) (?:quota|limit)|per[ -]day`)
-	spendCapText    = regexp.MustCompile(`(?i)credit balance|insufficient[ _]quota|exceeded your current quota|quota (?:exceeded|exhausted)|resource.{0,20}exhausted|billing|spend(?:ing)?[ _-]?(?:cap|limit)|out of credits|no credits|purchase (?:more )?credits|payment required|\b402\b`)
-	overloadedText  = regexp.MustCompile(`(?i)overloaded|\b529\b|\b503\b|service unavailable|serviceunavailable|high demand|at capacity|capacity (?:issue|constraint)`)
+	usageWindowText = lazyRegexp(`(?i)usage[ _]limit|limit reached\|\d|hit your (?:session |weekly |daily |monthly )?limit|session limit|weekly limit|five_hour|seven_day|(?:daily|weekly|monthly) (?:quota|limit)|per[ -]day`)
+	spendCapText    = lazyRegexp(`(?i)credit balance|insufficient[ _]quota|exceeded your current quota|quota (?:exceeded|exhausted)|resource.{0,20}exhausted|billing|spend(?:ing)?[ _-]?(?:cap|limit)|out of credits|no credits|purchase (?:more )?credits|payment required|\b402\b`)
+	overloadedText  = lazyRegexp(`(?i)overloaded|\b529\b|\b503\b|service unavailable|serviceunavailable|high demand|at capacity|capacity (?:issue|constraint)`)
 )
 
 // limitKindOf classifies the limit of a finished call from its class,
@@ -49,7 +48,7 @@ var (
 func limitKindOf(r Result) LimitKind {
 	switch r.Class {
 	case ClassServer:
-		if overloadedText.MatchString(r.ErrorText) {
+		if overloadedText().MatchString(r.ErrorText) {
 			return LimitOverloaded
 		}
 		return LimitNone
@@ -58,9 +57,9 @@ func limitKindOf(r Result) LimitKind {
 		return LimitNone
 	}
 	switch t := r.ErrorText; {
-	case usageWindowText.MatchString(t):
+	case usageWindowText().MatchString(t):
 		return LimitUsageWindow
-	case spendCapText.MatchString(t):
+	case spendCapText().MatchString(t):
 		if r.ResetAt.IsZero() {
 			return LimitSpendCap
 		}

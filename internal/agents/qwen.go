@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -70,7 +69,7 @@ type qwenEvent struct {
 
 // qwenAPIError is how Qwen Code reports a failed API call in an assistant
 // message and the result: "[API Error: 429 Rate limit reached ...]".
-var qwenAPIError = regexp.MustCompile(`\[API Error: (?:(\d{3})\b)?`)
+var qwenAPIError = lazyRegexp(`\[API Error: (?:(\d{3})\b)?`)
 
 type qwenParser struct {
 	req       Request
@@ -131,7 +130,7 @@ func (p *qwenParser) Line(line []byte) bool {
 			break
 		}
 		text := lastBytes(strings.Join(parts, "\n"), maxFinalText)
-		if qwenAPIError.MatchString(text) {
+		if qwenAPIError().MatchString(text) {
 			p.apiError = lastLines(text, 3)
 			break
 		}
@@ -215,7 +214,7 @@ func qwenResultError(rs *qwenEvent) string {
 // qwenClass reads the HTTP status of "[API Error: NNN ...]" first, then
 // the text.
 func qwenClass(text string) Class {
-	if m := qwenAPIError.FindStringSubmatch(text); m != nil && m[1] != "" {
+	if m := qwenAPIError().FindStringSubmatch(text); m != nil && m[1] != "" {
 		var status int
 		fmt.Sscan(m[1], &status)
 		if c := classifyStatus(status); c != ClassNone && c != ClassError {

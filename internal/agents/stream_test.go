@@ -230,10 +230,10 @@ func FuzzAiderErrorFilter(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		if aiderErrLine.Match(line) && !mayBeAiderError(line) {
+		if aiderErrLine().Match(line) && !mayBeAiderError(line) {
 			t.Fatalf("%q matches aiderErrLine but the filter drops it", line)
 		}
-		if aiderTokens.Match(line) && aiderUsage(line) == nil {
+		if aiderTokens().Match(line) && aiderUsage(line) == nil {
 			t.Fatalf("%q matches aiderTokens but aiderUsage drops it", line)
 		}
 	})

@@ -26,14 +26,9 @@ func WriteStopFiles(runDir string, st *state.State) error {
 	if err != nil {
 		return stopreasons.Wrap(stopreasons.InternalError, err, "write %s", filepath.Join(runDir, StopFile))
 	}
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{{ReportFile, []byte(r.Markdown())}, {StopFile, js}} {
-		path := filepath.Join(runDir, f.name)
-		if err := state.WriteAtomic(path, f.data); err != nil {
-			return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "write %s: check that the run directory is writable", path)
-		}
+	files := []state.File{{Name: ReportFile, Data: []byte(r.Markdown())}, {Name: StopFile, Data: js}}
+	if err := state.WriteAtomicFiles(runDir, files); err != nil {
+		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "write %s and %s in %s: check that the run directory is writable", ReportFile, StopFile, runDir)
 	}
 	return nil
 }

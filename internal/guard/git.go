@@ -283,6 +283,20 @@ func driverOverrides(ctx context.Context, dir string) (over [][2]string, sources
 	return over, sources, nil
 }
 
+// Prefetch reads, in the background, what the first git calls in the
+// working tree at dir wait for before they can start: the repository's
+// config, for its drivers and core.excludesFile, kept as driverOverrides
+// keeps it. The returned function waits for the read; a failure is left
+// for those calls to meet again.
+func Prefetch(ctx context.Context, dir string) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _, _ = driverOverrides(ctx, dir)
+	}()
+	return func() { <-done }
+}
+
 // repoLocationFiles are the files through which git finds the repository
 // of dir and its config, whether or not they exist: the .git file or
 // directory, the git dir's commondir file, and the worktree config files,
@@ -497,20 +511,81 @@ func TopLevel(ctx context.Context, dir string) (string, error) {
 
 // Locate returns, from one git process, what TopLevel and CommonDir return
 // for dir. It fails where either would (outside a working tree, inside a
-// .git directory): then ask CommonDir alone.
+// .git directory): then ask CommonDir alone. The same process finds the
+// rest of the repository's git files, which TakeSnapshot in dir or at the
+// root then needs no git process for, while the files through which git
+// found them stay as they are.
 func Locate(ctx context.Context, dir string) (top, common string, err error) {
-	out, err := git(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir", "--show-toplevel")
+	paths, err := locateAll(ctx, dir)
 	if err != nil {
-		if exitCode(err) > 0 {
-			return "", "", fmt.Errorf("%s: %w: run runr inside a git checkout, or run `git init` there first", dir, ErrNotRepository)
-		}
 		return "", "", err
 	}
-	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	if len(lines) != 2 || lines[0] == "" || lines[1] == "" {
-		return "", "", fmt.Errorf("%s: %w (it is inside a .git directory or a bare repository): run runr from the working tree", dir, ErrNotRepository)
+	return paths.top, paths.common, nil
+}
+
+// locateAll runs the git process of Locate and remembers what it found.
+func locateAll(ctx context.Context, dir string) (repoPaths, error) {
+	out, err := git(ctx, dir, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir", "--git-dir",
+		"--git-path", "index", "--git-path", "info/exclude", "--show-object-format")
+	if err != nil {
+		if exitCode(err) > 0 {
+			return repoPaths{}, fmt.Errorf("%s: %w (no working tree found): run runr inside a git checkout, or run `git init` there first", dir, ErrNotRepository)
+		}
+		return repoPaths{}, err
 	}
-	return filepath.FromSlash(lines[1]), filepath.FromSlash(lines[0]), nil
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(lines) != 6 || lines[0] == "" || lines[1] == "" {
+		return repoPaths{}, fmt.Errorf("%s: %w (it is inside a .git directory or a bare repository): run runr from the working tree", dir, ErrNotRepository)
+	}
+	paths := repoPaths{top: filepath.FromSlash(lines[0]), common: filepath.FromSlash(lines[1]), own: filepath.FromSlash(lines[2]),
+		index: filepath.FromSlash(lines[3]), exclude: filepath.FromSlash(lines[4]), format: lines[5]}
+	remember(paths, dir)
+	return paths, nil
+}
+
+// located remembers, per directory, where its repository's git files are,
+// with the content of the files through which git found them
+// (repoLocationFiles, at the root): a .git file rewritten, a commondir
+// created or a config that moves the work tree makes the record stale.
+var located struct {
+	sync.Mutex
+	dirs map[string]locatedPaths
+}
+
+type locatedPaths struct {
+	paths  repoPaths
+	hashes map[string]string
+}
+
+func remember(paths repoPaths, dirs ...string) {
+	l := locatedPaths{paths: paths, hashes: map[string]string{}}
+	for _, f := range repoLocationFiles(paths.top) {
+		l.hashes[f] = fileHash(f)
+	}
+	located.Lock()
+	defer located.Unlock()
+	if located.dirs == nil {
+		located.dirs = map[string]locatedPaths{}
+	}
+	for _, d := range append(dirs, paths.top) {
+		located.dirs[filepath.Clean(d)] = l
+	}
+}
+
+// recall is what remember kept for dir, while it is current.
+func recall(dir string) (repoPaths, bool) {
+	located.Lock()
+	l, ok := located.dirs[filepath.Clean(dir)]
+	located.Unlock()
+	if !ok {
+		return repoPaths{}, false
+	}
+	for f, h := range l.hashes {
+		if fileHash(f) != h {
+			return repoPaths{}, false
+		}
+	}
+	return l.paths, true
 }
 
 // CommonDir returns the absolute git common dir of the repository that holds

@@ -69,3 +69,95 @@ func TestDriverOverridesSeeAnotherRepositoryDir(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, over, [2]string{"filter.evil.clean", ""}, "the config git reads now is read again")
 }
+
+// TestLocateRemembersTheGitFiles: what Locate found stands in for the
+// snapshot's own git process while the files through which git found the
+// repository are unchanged, for the directory asked about and for the root;
+// a config that moves the work tree, or a .git file rewritten, makes it
+// stale.
+func TestLocateRemembersTheGitFiles(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := newRepo(t, true)
+	sub := filepath.Join(dir, "sub")
+	require.NoError(t, os.Mkdir(sub, 0o755))
+	_, ok := recall(sub)
+	assert.False(t, ok, "nothing located yet")
+
+	top, common, err := Locate(ctx, sub)
+	require.NoError(t, err)
+	assert.Equal(t, dir, top)
+	assert.Equal(t, filepath.Join(dir, ".git"), common)
+	asked, err := locateAll(ctx, dir)
+	require.NoError(t, err)
+	for _, d := range []string{sub, dir} {
+		got, ok := recall(d)
+		require.True(t, ok, d)
+		assert.Equal(t, asked, got, d)
+	}
+
+	gitT(t, dir, "config", "core.worktree", t.TempDir())
+	_, ok = recall(dir)
+	assert.False(t, ok, "the config changed")
+
+	wt := filepath.Join(t.TempDir(), "wt")
+	gitT(t, dir, "config", "--unset", "core.worktree")
+	commitFiles(t, dir, map[string]string{"a.txt": "a"})
+	gitT(t, dir, "worktree", "add", "-q", "--detach", wt)
+	_, _, err = Locate(ctx, wt)
+	require.NoError(t, err)
+	_, ok = recall(wt)
+	require.True(t, ok)
+	other := newRepo(t, true)
+	require.NoError(t, os.WriteFile(filepath.Join(wt, ".git"), []byte("gitdir: "+filepath.Join(other, ".git")+"\n"), 0o644))
+	_, ok = recall(wt)
+	assert.False(t, ok, "the worktree's .git file was rewritten")
+}
+
+// TestPrivateTempOutsideTheTree: runr's own temporary files about a tree
+// go to the system's temporary directory, unless that lies inside the
+// tree, where a status read beside them would list them: then into the
+// git dir.
+func TestPrivateTempOutsideTheTree(t *testing.T) {
+	top := newRepo(t, true)
+	gitDir := filepath.Join(top, ".git")
+	inside := filepath.Join(top, ".tmp")
+	require.NoError(t, os.Mkdir(inside, 0o755))
+	// The tree reached through a link: TMPDIR names it so.
+	link := filepath.Join(t.TempDir(), "link")
+	require.NoError(t, os.Symlink(top, link))
+	for _, tc := range []struct {
+		tmpdir, want string
+	}{
+		{t.TempDir(), ""},
+		{inside, gitDir},
+		{top, gitDir},
+		{filepath.Join(link, ".tmp"), gitDir},
+	} {
+		t.Setenv("TMPDIR", tc.tmpdir)
+		d, err := privateTemp(top, gitDir)
+		require.NoError(t, err)
+		want := tc.want
+		if want == "" {
+			want = tc.tmpdir
+		}
+		assert.Equal(t, want, filepath.Dir(d), "TMPDIR=%s", tc.tmpdir)
+		require.NoError(t, os.Remove(d))
+	}
+}
+
+// TestPrefetchReadsTheConfig: after Prefetch's read, a status in the
+// tree finds the drivers it needs kept: the config read is not repeated.
+func TestPrefetchReadsTheConfig(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := newRepo(t, true)
+	gitT(t, dir, "config", "filter.evil.clean", "touch pwned")
+	Prefetch(ctx, dir)()
+	drivers.Lock()
+	c, ok := drivers.dirs[dir]
+	drivers.Unlock()
+	require.True(t, ok, "the config was read")
+	assert.Contains(t, c.over, [2]string{"filter.evil.clean", ""})
+	assert.True(t, c.fresh())
+}

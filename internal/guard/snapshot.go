@@ -83,10 +83,18 @@ func TakeSnapshot(ctx context.Context, dir string) (*Snapshot, error) {
 	top := paths.top
 	snap := &Snapshot{Taken: time.Now(), Top: top}
 	snap.CommonDir, snap.GitDir, snap.ObjectFormat = paths.common, paths.own, paths.format
-	if snap.Meta, err = metaFiles(snap.CommonDir, snap.GitDir); err != nil {
-		return nil, err
+	// git's own files are read while git lists the ignore files.
+	meta := make(chan error, 1)
+	go func() {
+		var err error
+		snap.Meta, err = metaFiles(snap.CommonDir, snap.GitDir)
+		meta <- err
+	}()
+	snap.Excludes, err = startExcludes(ctx, top, paths.exclude)
+	if merr := <-meta; merr != nil {
+		return nil, merr
 	}
-	if snap.Excludes, err = startExcludes(ctx, top, paths.exclude); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	// The user's own index, at the start, names the tracked files: those
@@ -95,7 +103,7 @@ func TakeSnapshot(ctx context.Context, dir string) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	if snap.Files, err = stateOf(top, files, nil, newHashCache(snap.ObjectFormat)); err != nil {
+	if snap.Files, err = stateOf(ctx, top, files, nil, newHashCache(snap.ObjectFormat)); err != nil {
 		return nil, fmt.Errorf("take the snapshot of %s: %w", top, err)
 	}
 	return snap, nil
@@ -106,7 +114,7 @@ func TakeSnapshot(ctx context.Context, dir string) (*Snapshot, error) {
 // status, and lists, in the same git command, the files of the tree: those
 // the index tracks and those the start's ignore rules leave in.
 func (s *Snapshot) takeIndex(ctx context.Context, realIndex string) ([]string, error) {
-	tmp, err := os.MkdirTemp("", "runr-guard-")
+	tmp, err := privateTemp(s.Top, s.GitDir)
 	if err != nil {
 		return nil, fmt.Errorf("take the snapshot of %s: %w", s.Top, err)
 	}
@@ -170,6 +178,28 @@ func (s *Snapshot) takeIndex(ctx context.Context, realIndex string) ([]string, e
 	return slices.Compact(files), nil
 }
 
+// privateTemp makes a temporary directory for runr's own files about the
+// working tree at top: in the system's temporary directory, unless that
+// lies inside the tree, where a git status read at the same time (the
+// start's dirty check) would list them; then in the git dir, which git
+// never lists.
+func privateTemp(top, gitDir string) (string, error) {
+	base := os.TempDir()
+	// Compared with their symlinks resolved: git gives the root so, and
+	// TMPDIR may name the same place through a link.
+	real, err := filepath.EvalSymlinks(base)
+	if err != nil {
+		real = base
+	}
+	if realTop, err := filepath.EvalSymlinks(top); err == nil {
+		top = realTop
+	}
+	if rel, err := filepath.Rel(top, real); gitDir != "" && (err != nil || rel == "." || filepath.IsLocal(rel)) {
+		base = gitDir
+	}
+	return os.MkdirTemp(base, "runr-guard-")
+}
+
 // ChangedFiles returns, sorted, every path created, changed or deleted since
 // the snapshot, the index and today's ignore rules notwithstanding.
 func (s *Snapshot) ChangedFiles(ctx context.Context, dir string) ([]string, error) {
@@ -201,7 +231,7 @@ func (s *Snapshot) changedFiles(ctx context.Context, top string, hashes *hashCac
 	}
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
-	now, err := stateOf(top, paths, s, hashes)
+	now, err := stateOf(ctx, top, paths, s, hashes)
 	if err != nil {
 		return nil, fmt.Errorf("compare %s with its snapshot: %w", top, err)
 	}
@@ -320,13 +350,18 @@ func selfExcluded(top, dir, excludes string) string {
 	return excludes + "\n/" + b.String() + "/\n"
 }
 
-// stateOf returns the state of each path. A path whose stat data equals
+// stateOf returns the state of each path, or ctx's error once it ends. A path whose stat data equals
 // prev's record, and which did not change close to prev's start, keeps
 // prev's hash; the others are hashed (through hashes, which keeps what it
 // read before).
-func stateOf(top string, paths []string, prev *Snapshot, hashes *hashCache) (map[string]FileState, error) {
+func stateOf(ctx context.Context, top string, paths []string, prev *Snapshot, hashes *hashCache) (map[string]FileState, error) {
 	out := make(map[string]FileState, len(paths))
-	for _, p := range paths {
+	for i, p := range paths {
+		// Hashing a large tree takes a while: a run that stopped before
+		// it needed the result does not wait for the rest.
+		if i%256 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		fst, err := prev.stateOf(top, p, hashes)
 		if err != nil {
 			return nil, err
@@ -364,25 +399,16 @@ type repoPaths struct {
 
 // gitPaths returns, from one git command, the root of the working tree
 // that holds dir, its absolute git directories, index and exclude file,
-// and its object format.
+// and its object format; or, with no process, what an earlier Locate of
+// dir found, while it is current.
 func gitPaths(ctx context.Context, dir string) (repoPaths, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return repoPaths{}, fmt.Errorf("find the git repository of %s: %w", dir, err)
 	}
-	out, err := git(ctx, dir, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir", "--git-dir",
-		"--git-path", "index", "--git-path", "info/exclude", "--show-object-format")
-	if err != nil {
-		if exitCode(err) > 0 {
-			return repoPaths{}, fmt.Errorf("%s: %w (no working tree found): run runr inside a git checkout, or run `git init` there first", dir, ErrNotRepository)
-		}
-		return repoPaths{}, fmt.Errorf("find the git dir of %s: %w", dir, err)
+	if paths, ok := recall(dir); ok {
+		return paths, nil
 	}
-	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	if len(lines) != 6 || lines[0] == "" {
-		return repoPaths{}, fmt.Errorf("%s: %w (it is inside a .git directory or a bare repository): run runr from the working tree", dir, ErrNotRepository)
-	}
-	return repoPaths{top: filepath.FromSlash(lines[0]), common: filepath.FromSlash(lines[1]), own: filepath.FromSlash(lines[2]),
-		index: filepath.FromSlash(lines[3]), exclude: filepath.FromSlash(lines[4]), format: lines[5]}, nil
+	return locateAll(ctx, dir)
 }
 
 // metaFiles hashes git's own files that can start programs or change what
@@ -455,10 +481,26 @@ func metaHash(p string, info fs.FileInfo) (string, error) {
 // its own directory.
 func startExcludes(ctx context.Context, top, infoExclude string) (string, error) {
 	var b strings.Builder
-	excludesFile, err := coreExcludesFile(ctx, top)
-	if err != nil {
-		return "", err
+	// The config is read (a git process, kept for the run's later git
+	// calls) while git lists the .gitignore files.
+	type config struct {
+		excludesFile string
+		err          error
 	}
+	read := make(chan config, 1)
+	go func() {
+		f, err := coreExcludesFile(ctx, top)
+		read <- config{f, err}
+	}()
+	out, lsErr := git(ctx, top, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", ":(glob)**/.gitignore")
+	cfg := <-read
+	if cfg.err != nil {
+		return "", cfg.err
+	}
+	if lsErr != nil {
+		return "", fmt.Errorf("find the .gitignore files of %s: %w", top, lsErr)
+	}
+	excludesFile := cfg.excludesFile
 	if excludesFile == "" {
 		if x := os.Getenv("XDG_CONFIG_HOME"); x != "" {
 			excludesFile = filepath.Join(x, "git", "ignore")
@@ -478,10 +520,6 @@ func startExcludes(ctx context.Context, top, infoExclude string) (string, error)
 			b.Write(data)
 			b.WriteByte('\n')
 		}
-	}
-	out, err := git(ctx, top, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", ":(glob)**/.gitignore")
-	if err != nil {
-		return "", fmt.Errorf("find the .gitignore files of %s: %w", top, err)
 	}
 	var ignores []string
 	for _, p := range bytes.Split(out, []byte{0}) {

@@ -32,18 +32,44 @@ type Change struct {
 // staged and unstaged edits, and untracked files that are not ignored. Nothing
 // under .git is ever listed, so the run store there never shows.
 func Changes(ctx context.Context, dir string) ([]Change, error) {
-	out, err := git(ctx, dir, "status", "--porcelain=v2", "-z", "--untracked-files=all", "--ignored=no")
+	st, err := ReadStatus(ctx, dir)
+	return st.Changes, err
+}
+
+// Status is what one git status of a working tree tells: its uncommitted
+// changes, as Changes lists them, and the commit HEAD points at ("" before
+// the first commit).
+type Status struct {
+	Head    string
+	Changes []Change
+}
+
+// ReadStatus reads the Status of the working tree that holds dir with one
+// git process.
+func ReadStatus(ctx context.Context, dir string) (Status, error) {
+	out, err := git(ctx, dir, "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all", "--ignored=no")
 	if err != nil {
 		if exitCode(err) > 0 {
-			return nil, fmt.Errorf("read the status of %s: %w: %v", dir, ErrNotRepository, err)
+			return Status{}, fmt.Errorf("read the status of %s: %w: %v", dir, ErrNotRepository, err)
 		}
-		return nil, fmt.Errorf("read the status of %s: %w", dir, err)
+		return Status{}, fmt.Errorf("read the status of %s: %w", dir, err)
 	}
 	changes, err := parseStatus(out)
 	if err != nil {
-		return nil, fmt.Errorf("read the status of %s: %w", dir, err)
+		return Status{}, fmt.Errorf("read the status of %s: %w", dir, err)
 	}
-	return changes, nil
+	return Status{Head: branchOID(out), Changes: changes}, nil
+}
+
+// branchOID is the commit of HEAD in the "# branch.oid" header of a
+// porcelain v2 status, "" before the first commit or without the header.
+func branchOID(out []byte) string {
+	for rec := range bytes.SplitSeq(out, []byte{0}) {
+		if oid, ok := bytes.CutPrefix(rec, []byte("# branch.oid ")); ok && string(oid) != "(initial)" {
+			return string(oid)
+		}
+	}
+	return ""
 }
 
 // parseStatus parses `git status --porcelain=v2 -z`. Records are NUL

@@ -177,6 +177,29 @@ func (t *Tracker) Start(ctx context.Context, base Baseline) (Look, error) {
 	return t.look(ctx, nil, base)
 }
 
+// StartAt is Start without a git process, for a Tracker whose snapshot was
+// just taken, with HEAD at head: nothing can differ from a snapshot taken a
+// moment ago, so the first look is the empty one, with the fingerprint a
+// look that found no change has. Nothing else may have run in the working
+// tree since the snapshot.
+func (t *Tracker) StartAt(head string) Look {
+	t.last = map[string]string{}
+	return Look{Head: head, Fingerprint: fingerprint(nil, nil)}
+}
+
+// fingerprint identifies the content of a working tree from its changed
+// paths, sorted, and their content hashes.
+func fingerprint(changed []string, hashes map[string]string) string {
+	sum := sha256.New()
+	for _, p := range changed {
+		sum.Write([]byte(p))
+		sum.Write([]byte{0})
+		sum.Write([]byte(hashes[p]))
+		sum.Write([]byte{0})
+	}
+	return hex.EncodeToString(sum.Sum(nil))
+}
+
 // look is Look; a nil since is HEAD as the status shows it.
 func (t *Tracker) look(ctx context.Context, since *string, base Baseline) (Look, error) {
 	if err := t.refreshDrivers(ctx); err != nil {
@@ -259,14 +282,7 @@ func (t *Tracker) look(ctx context.Context, since *string, base Baseline) (Look,
 	}
 	delta := t.delta(now, base)
 	t.last = now
-	sum := sha256.New()
-	for _, p := range changed {
-		sum.Write([]byte(p))
-		sum.Write([]byte{0})
-		sum.Write([]byte(now[p]))
-		sum.Write([]byte{0})
-	}
-	return Look{Head: head, Changed: changed, Committed: committed, Fingerprint: hex.EncodeToString(sum.Sum(nil)), Delta: delta}, nil
+	return Look{Head: head, Changed: changed, Committed: committed, Fingerprint: fingerprint(changed, now), Delta: delta}, nil
 }
 
 // delta compares the content of the changed paths now with the last look.
@@ -416,9 +432,6 @@ func parseLook(out []byte) (head string, listed, ignored []string, err error) {
 		}
 		switch rec[0] {
 		case '#':
-			if oid, ok := strings.CutPrefix(rec, "# branch.oid "); ok && oid != "(initial)" {
-				head = oid
-			}
 		case '!':
 			ignored = append(ignored, strings.TrimSuffix(rec[2:], "/"))
 		case '?':
@@ -449,5 +462,5 @@ func parseLook(out []byte) (head string, listed, ignored []string, err error) {
 			return "", nil, nil, fmt.Errorf("git status: unexpected record %q", rec)
 		}
 	}
-	return head, listed, ignored, nil
+	return branchOID(out), listed, ignored, nil
 }

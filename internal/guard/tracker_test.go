@@ -3,6 +3,7 @@ package guard
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -359,4 +360,69 @@ func TestTrackerSeesAnotherRepositoryDir(t *testing.T) {
 	look(t, tr, head, nil)
 	assert.NoFileExists(t, marker, "the agent's filter ran in runr's git status")
 	assert.Contains(t, tr.drivers, [2]string{"filter.evil.clean", ""}, "the config git reads now is read again, and its filter emptied")
+}
+
+// TestTrackerStartAtIsStart: the first look taken with no git process,
+// from HEAD as the start's status read it, is the one Start takes with
+// git status, on a clean and on a dirty start; and every look after it,
+// whatever the agent hid, is the same as after Start.
+func TestTrackerStartAtIsStart(t *testing.T) {
+	t.Parallel()
+	for _, dirty := range []bool{false, true} {
+		for _, tc := range hidingCases {
+			t.Run(fmt.Sprintf("dirty=%v/%s", dirty, tc.name), func(t *testing.T) {
+				t.Parallel()
+				ctx := context.Background()
+				dir := snapRepo(t)
+				if dirty {
+					writeFile(t, dir, "src/a.go", "package a // edited\n")
+					writeFile(t, dir, "notes.txt", "untracked\n")
+				}
+				status, err := ReadStatus(ctx, dir)
+				require.NoError(t, err)
+				assert.Equal(t, gitT(t, dir, "rev-parse", "HEAD"), status.Head, "the status's HEAD")
+				base, err := BaselineOf(ctx, dir, status.Changes)
+				require.NoError(t, err)
+				snap, err := TakeSnapshot(ctx, dir)
+				require.NoError(t, err)
+				withGit, err := snap.NewTracker(t.TempDir())
+				require.NoError(t, err)
+				defer withGit.Close()
+				without, err := snap.NewTracker(t.TempDir())
+				require.NoError(t, err)
+				defer without.Close()
+
+				want, err := withGit.Start(ctx, base)
+				require.NoError(t, err)
+				got := without.StartAt(status.Head)
+				assert.Equal(t, want, got, "the first look")
+
+				tc.do(t, dir)
+				assert.Equal(t, look(t, withGit, want.Head, base), look(t, without, got.Head, base), "the look after the change")
+			})
+		}
+	}
+}
+
+// TestReadStatusHead: the status gives HEAD with the changes Changes
+// lists, and no HEAD before the first commit.
+func TestReadStatusHead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	empty := newRepo(t, true)
+	writeFile(t, empty, "a.txt", "a")
+	st, err := ReadStatus(ctx, empty)
+	require.NoError(t, err)
+	assert.Empty(t, st.Head, "no commit yet")
+	assert.Equal(t, []Change{{Path: "a.txt", Kind: KindUntracked}}, st.Changes)
+
+	commitFiles(t, empty, map[string]string{"a.txt": "a"})
+	writeFile(t, empty, "a.txt", "b")
+	st, err = ReadStatus(ctx, empty)
+	require.NoError(t, err)
+	assert.Equal(t, gitT(t, empty, "rev-parse", "HEAD"), st.Head)
+	changes, err := Changes(ctx, empty)
+	require.NoError(t, err)
+	assert.Equal(t, changes, st.Changes)
+	assert.Equal(t, []Change{{Path: "a.txt", Kind: KindModified}}, st.Changes)
 }

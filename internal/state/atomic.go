@@ -62,6 +62,63 @@ func writeAtomic(path string, data []byte, durable bool) error {
 	return syncDir(dir)
 }
 
+// File is one file of WriteAtomicFiles: its name in the directory and
+// its content.
+type File struct {
+	Name string
+	Data []byte
+}
+
+// WriteAtomicFiles is WriteAtomic for several files of one directory,
+// replaced in the order given, with one sync of their data before the
+// first rename and one of the directory after the last: a reader, a SIGKILL
+// or a power loss sees each file old or new, never partial, and once it
+// returns all are new.
+func WriteAtomicFiles(dir string, files []File) error {
+	var temps []*os.File
+	renamed := 0
+	defer func() {
+		for _, f := range temps[renamed:] {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	for _, file := range files {
+		path := filepath.Join(dir, file.Name)
+		if err := checkNotSymlink(path); err != nil {
+			return err
+		}
+		f, err := os.CreateTemp(dir, tempPrefix+file.Name+"-")
+		if err != nil {
+			return fmt.Errorf("create temporary file for %s: %w", path, err)
+		}
+		temps = append(temps, f)
+		if _, err := f.Write(file.Data); err != nil {
+			return fmt.Errorf("write %s: %w", f.Name(), err)
+		}
+		if err := f.Chmod(0o644); err != nil {
+			return fmt.Errorf("chmod %s: %w", f.Name(), err)
+		}
+	}
+	startWriteback(temps)
+	for _, f := range temps {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("sync %s: %w", f.Name(), err)
+		}
+	}
+	for i, f := range temps {
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("close %s: %w", f.Name(), err)
+		}
+		path := filepath.Join(dir, files[i].Name)
+		if err := os.Rename(f.Name(), path); err != nil {
+			return fmt.Errorf("rename %s to %s: %w", f.Name(), path, err)
+		}
+		renamed++
+	}
+	return syncDir(dir)
+}
+
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -95,4 +96,49 @@ func TestWriteAtomicFailureLeavesNoTemp(t *testing.T) {
 	require.Len(t, entries, 1, "only the directory that was there: %v", entries)
 	assert.Equal(t, "state.json", entries[0].Name())
 	assert.True(t, entries[0].IsDir())
+}
+
+// temps lists the temporary files of dir.
+func temps(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var out []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), tempPrefix) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestWriteAtomicFiles: several files of a directory are replaced
+// together, each whole, with nothing temporary left; a symlink at one of
+// them is refused before any is replaced.
+func TestWriteAtomicFiles(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a"), []byte("old a"), 0o644))
+	require.NoError(t, WriteAtomicFiles(dir, []File{{"a", []byte("new a")}, {"b", []byte("new b")}}))
+	for name, want := range map[string]string{"a": "new a", "b": "new b"} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err)
+		assert.Equal(t, want, string(data))
+		fi, err := os.Stat(filepath.Join(dir, name))
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o644), fi.Mode().Perm())
+	}
+	assert.Empty(t, temps(t, dir))
+
+	target := filepath.Join(t.TempDir(), "elsewhere")
+	require.NoError(t, os.WriteFile(target, []byte("theirs"), 0o644))
+	require.NoError(t, os.Remove(filepath.Join(dir, "b")))
+	require.NoError(t, os.Symlink(target, filepath.Join(dir, "b")))
+	require.NoError(t, os.Remove(filepath.Join(dir, "a")))
+	require.Error(t, WriteAtomicFiles(dir, []File{{"a", []byte("x")}, {"b", []byte("y")}}))
+	_, err := os.Stat(filepath.Join(dir, "a"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "nothing replaced")
+	data, err := os.ReadFile(target)
+	require.NoError(t, err)
+	assert.Equal(t, "theirs", string(data))
+	assert.Empty(t, temps(t, dir))
 }

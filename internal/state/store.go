@@ -409,6 +409,12 @@ func (s *Store) create(st *State, config any, locked bool) (*Lock, error) {
 	if err := os.Mkdir(filepath.Join(tmp, logsDir), 0o755); err != nil {
 		return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "create log directory of run %s", st.RunID)
 	}
+	var written []*os.File
+	defer func() {
+		for _, f := range written {
+			f.Close()
+		}
+	}()
 	for _, f := range files {
 		data := f.raw
 		if data == nil {
@@ -418,7 +424,17 @@ func (s *Store) create(st *State, config any, locked bool) (*Lock, error) {
 			}
 			data = append(b, '\n')
 		}
-		if err := writeNew(filepath.Join(tmp, f.name), data); err != nil {
+		w, err := writeNew(filepath.Join(tmp, f.name), data)
+		if err != nil {
+			return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "create run %s", st.RunID)
+		}
+		written = append(written, w)
+	}
+	// The files' writeback starts together: the syncs wait for one round
+	// of writes, not one each.
+	startWriteback(written)
+	for _, f := range written {
+		if err := f.Sync(); err != nil {
 			return nil, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "create run %s", st.RunID)
 		}
 	}
@@ -450,15 +466,18 @@ func (s *Store) create(st *State, config any, locked bool) (*Lock, error) {
 	return lock, nil
 }
 
-// writeNew creates path, which must not exist, with data, and syncs it.
-func writeNew(path string, data []byte) error {
+// writeNew creates path, which must not exist, with data, and returns it
+// open for the caller to sync and close.
+func writeNew(path string, data []byte) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, werr := f.Write(data)
-	serr := f.Sync()
-	return errors.Join(werr, serr, f.Close())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // Save stamps UpdatedAt and the schema version, applies the bounds of

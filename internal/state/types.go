@@ -107,6 +107,14 @@ type State struct {
 	Parallel *Parallel      `json:"parallel,omitempty"`
 	Workers  []WorkerSlot   `json:"workers,omitempty"`
 	Extra    map[string]any `json:"extra,omitempty"`
+
+	// Uncommitted is, for a run that completed in the user's checkout
+	// with its work left uncommitted (checkpoint.commit off), the path of
+	// each change git status listed when it stopped, read while the stop
+	// was recorded, for the summary. In memory only: nil when it was not
+	// read (any other run, a run loaded from its files), empty when git
+	// listed nothing.
+	Uncommitted []string `json:"-"`
 }
 
 // Task is what the run works on. Its whole text is kept once, in the run

@@ -63,6 +63,17 @@ func TestOneGitProcessPerTick(t *testing.T) {
 				assert.Equal(t, []string{"status"}, cmds, "implement tick %s", tick)
 			}
 			require.Len(t, perVerify, 4)
+			if !commit {
+				// The run completed with its work uncommitted: its end
+				// reads what it leaves for the summary, one git status
+				// after the last tick.
+				require.NotNil(t, st.Uncommitted)
+				assert.ElementsMatch(t, []string{"out-1.txt", "out-2.txt", "out-3.txt", "out-4.txt"}, st.Uncommitted)
+				last := perVerify[tick]
+				require.NotEmpty(t, last, "the run's end")
+				assert.Equal(t, "status", last[len(last)-1], "the run's end")
+				perVerify[tick] = last[:len(last)-1]
+			}
 			for tick, cmds := range perVerify {
 				if commit {
 					assert.Contains(t, cmds, "commit", "the checkpoint after verify tick %s", tick)

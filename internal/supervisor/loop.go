@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/runr-dev/runr/internal/doctor"
+	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopconditions"
 	"github.com/runr-dev/runr/internal/stopreasons"
@@ -53,8 +54,13 @@ func (s *Supervisor) loop(ctx context.Context) (*state.State, error) {
 func (s *Supervisor) ticks(ctx context.Context) *stop {
 	st := s.st
 	st.RunStatus = stopreasons.RunRunning
-	if err := s.save(); err != nil {
-		return internalStop(err)
+	// A new run's state.json already says running: its first tick starts
+	// the agent, whose record is written before it runs. A resumed run's
+	// says stopped until this write.
+	if !s.created {
+		if err := s.save(); err != nil {
+			return internalStop(err)
+		}
 	}
 	for {
 		if sig := s.signalled(); sig != nil {
@@ -232,6 +238,7 @@ func (sp *stop) withContext(st *state.State) stopreasons.Stop {
 // stop.json.
 func (s *Supervisor) finish(sp *stop) (*state.State, error) {
 	st := s.st
+	uncommitted := s.readUncommitted(sp)
 	s.takeAgentVersion(true)
 	// Milestone notifications still under way end within notify.timeout.
 	s.notifying.Wait()
@@ -272,8 +279,38 @@ func (s *Supervisor) finish(sp *stop) (*state.State, error) {
 		err = werr
 	}
 	s.store.ClearStopRequest(st.RunID)
+	st.Uncommitted = uncommitted()
 	s.report("stop", sp.Message)
 	return st, err
+}
+
+// readUncommitted starts reading, for a run that completed in the user's
+// checkout without checkpoint commits, the changes it leaves there
+// (State.Uncommitted), while the stop is recorded; the function returned
+// waits for them (nil for any other run, or when git failed).
+func (s *Supervisor) readUncommitted(sp *stop) func() []string {
+	st := s.st
+	if sp.Code != stopreasons.Complete || s.cfg.Checkpoint.Commit || st.Branch != "" {
+		return func() []string { return nil }
+	}
+	dir := st.Repo
+	if st.Worktree != "" {
+		dir = st.Worktree
+	}
+	ch := make(chan []string, 1)
+	go func() {
+		changes, err := guard.Changes(context.Background(), dir)
+		if err != nil {
+			ch <- nil
+			return
+		}
+		paths := make([]string, 0, len(changes))
+		for _, c := range changes {
+			paths = append(paths, c.Path)
+		}
+		ch <- paths
+	}()
+	return func() []string { return <-ch }
 }
 
 // outcomeText says what a tick came to, in a few words.

@@ -329,8 +329,9 @@ func (s *Supervisor) account(ar agents.Result, res worker.Result) {
 // run one) ends the step.
 func (s *Supervisor) afterImplement(ctx context.Context) (result, bool) {
 	st := s.st
-	// Asked for beside the call, answered by now.
-	s.takeAgentVersion(true)
+	// Asked for beside the call, answered by now, or with a later call's
+	// look or the stop: never waited for here.
+	s.takeAgentVersion(false)
 	// Read before any git call of the guards; the calls that follow run no
 	// program such a file could name, so the stop can name every file.
 	meta, err := s.changedGitMetadata(ctx)

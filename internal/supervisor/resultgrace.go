@@ -31,7 +31,9 @@ type graceWatch struct {
 // that cancels it. With agent.result_grace 0 nothing is watched.
 func (s *Supervisor) watchResult(ctx context.Context, parser agents.Parser) (context.Context, *graceWatch) {
 	grace := s.cfg.Agent.ResultGrace
-	if grace <= 0 {
+	if grace <= 0 || !agents.ReportsResult(parser) {
+		// Nothing to watch: no grace, or an agent (a command) whose
+		// output never says its result was printed.
 		return ctx, nil
 	}
 	callCtx, cancel := context.WithCancel(ctx)

@@ -148,7 +148,7 @@ type Supervisor struct {
 	tracker    *guard.Tracker  // reads the tree after each call (guardTracker)
 	noTracker  bool            // the snapshot allows none
 	// agentVersion delivers the agent's version, asked for beside the
-	// preflight and the first call (startAgentVersion).
+	// end of the preflight and the first call (startAgentVersion).
 	agentVersion chan string
 	// sum is what the current tick came to; delta the changes of the last
 	// look at the tree.
@@ -158,6 +158,13 @@ type Supervisor struct {
 	notifying sync.WaitGroup
 	// sandbox is the confinement of the agent's calls; nil unconfined.
 	sandbox *confinement
+	// opening reads the user's checkout while a new run is created
+	// (openCheckout); the preflight takes it.
+	opening *opening
+	// created: the run was made by Start and its preflight passed; on
+	// disk is the creation's state.json, which says running, and the
+	// first tick's first write records the preflight.
+	created bool
 }
 
 type signalStop struct {
@@ -190,10 +197,16 @@ func (s *Supervisor) Start(ctx context.Context) (*state.State, error) {
 	}
 	st := s.newState(id, now)
 	milestones := st.Milestones
+	if !st.Flags.Worktree && !storeInside(s.store.Home, s.o.Repo) {
+		// The checkout is read while the run is created (a store inside
+		// the checkout is read as the run left it, later).
+		s.opening = openCheckout(ctx, s.o.Repo)
+	}
 	// Locked as it appears, so that no other runr given the same id takes
 	// the new run for a crashed one.
 	lock, err := s.store.CreateRunLocked(st, s.cfg.Raw)
 	if err != nil {
+		s.dropOpening()
 		return nil, err
 	}
 	s.st = st
@@ -206,6 +219,7 @@ func (s *Supervisor) Start(ctx context.Context) (*state.State, error) {
 	if stop := s.preflight(ctx); stop != nil {
 		return s.finish(stop)
 	}
+	s.created = true
 	return s.loop(ctx)
 }
 
@@ -349,16 +363,21 @@ func (s *Supervisor) openRunFiles() error {
 }
 
 func (s *Supervisor) release() {
+	s.dropOpening()
 	s.dropSandbox()
 	if s.tracker != nil {
 		s.tracker.Close()
 	}
+	// The timeline and the log are synced side by side: one commit of the
+	// file system's journal can take both.
+	var synced sync.WaitGroup
 	if s.tl != nil {
-		s.tl.Close()
+		synced.Go(func() { s.tl.Close() })
 	}
 	if s.log != nil {
 		s.log.Sync()
 	}
+	synced.Wait()
 	if s.st != nil {
 		s.store.RemoveClaim(s.st.RunID)
 	}
@@ -392,38 +411,50 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 	if _, stop := s.checkFallbacks(); stop != nil {
 		return stop
 	}
-	s.startAgentVersion(ctx)
 	st := s.st
-	// In the user's checkout, the dirty check's status is the baseline's.
+	// In the user's checkout, the dirty check's status is the baseline's,
+	// and its HEAD the start's.
 	var base guard.Baseline
+	var err error
+	head, headKnown := "", false
 	if !st.Flags.Worktree {
-		changes, _, sp := s.checkDirty(ctx)
-		if sp != nil {
+		open := s.takeStatus(ctx)
+		if open.statusErr != nil {
+			return internalStop(open.statusErr)
+		}
+		if _, sp := s.dirtyStop(open.status.Changes); sp != nil {
 			return sp
 		}
-		var err error
-		if base, err = guard.BaselineOf(ctx, s.o.Repo, changes); err != nil {
+		if base, err = guard.BaselineOf(ctx, s.o.Repo, open.status.Changes); err != nil {
 			return internalStop(err)
 		}
+		if open = s.takeSnapshot(); open.snapErr != nil {
+			return internalStop(open.snapErr)
+		}
+		s.snap, head, headKnown = open.snap, open.status.Head, true
 	} else {
 		if stop := s.ensureWorktree(ctx); stop != nil {
 			return stop
 		}
-		var err error
 		if base, err = guard.TakeBaseline(ctx, s.dir); err != nil {
 			return internalStop(err)
 		}
+		if s.snap, err = guard.TakeSnapshot(ctx, s.dir); err != nil {
+			return internalStop(err)
+		}
 	}
-	var err error
-	if s.snap, err = guard.TakeSnapshot(ctx, s.dir); err != nil {
-		return internalStop(err)
-	}
+	// The start's reads of the tree are done: the agent's version is asked
+	// for beside the rest of the preflight and the first call.
+	s.startAgentVersion(ctx)
 	// From here on git is told where the repository is, not left to find
 	// it through a .git file the agent can rewrite.
 	s.snap.Pin(s.dir)
-	if err := s.saveSnapshot(); err != nil {
-		return internalStop(err)
-	}
+	// The snapshot is written while the checks below run (the claim's own
+	// write among them); the preflight ends when it is on disk.
+	saved := make(chan error, 1)
+	go func() { saved <- s.saveSnapshot() }()
+	waitSaved := sync.OnceValue(func() error { return <-saved })
+	defer waitSaved()
 	if s.tracker != nil {
 		s.tracker.Close()
 	}
@@ -433,11 +464,15 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 	if err != nil {
 		return internalStop(err)
 	}
-	start, err := t.Start(ctx, base)
-	if err != nil {
+	// Read side by side with the snapshot, the status's HEAD is the
+	// start's, and the first look needs no git process.
+	var start guard.Look
+	if headKnown {
+		start = t.StartAt(head)
+	} else if start, err = t.Start(ctx, base); err != nil {
 		return internalStop(err)
 	}
-	head := start.Head
+	head = start.Head
 	st.Baseline, st.GuardHead, st.TreeHash = base, head, start.Fingerprint
 	st.StartChanges = nil
 	for p := range base {
@@ -460,9 +495,11 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 		ConfigHash:  s.cfg.Hash(),
 	}
 	s.takeAgentVersion(false)
-	if err := s.save(); err != nil {
+	if err := waitSaved(); err != nil {
 		return internalStop(err)
 	}
+	// What the preflight recorded is written with the loop's first write
+	// of state.json, which comes next (a stop's comes instead).
 	return nil
 }
 
@@ -471,15 +508,25 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 // do not count. It returns the status (the baseline's) and the changes that
 // count.
 func (s *Supervisor) checkDirty(ctx context.Context) ([]guard.Change, []string, *stop) {
+	changes, err := guard.Changes(ctx, s.o.Repo)
+	if err != nil {
+		return nil, nil, internalStop(err)
+	}
+	dirty, sp := s.dirtyStop(changes)
+	if sp != nil {
+		return nil, dirty, sp
+	}
+	return changes, dirty, nil
+}
+
+// dirtyStop is checkDirty's judgement of the checkout's changes: those
+// that count, and the stop they make without --allow-dirty.
+func (s *Supervisor) dirtyStop(changes []guard.Change) ([]string, *stop) {
 	ignore := []string{s.o.TaskFile}
 	if s.cfg.File != "" {
 		if rel, err := filepath.Rel(s.o.Repo, s.cfg.File); err == nil && !strings.HasPrefix(rel, "..") {
 			ignore = append(ignore, rel)
 		}
-	}
-	changes, err := guard.Changes(ctx, s.o.Repo)
-	if err != nil {
-		return nil, nil, internalStop(err)
 	}
 	var dirty []string
 	for _, p := range guard.Paths(changes) {
@@ -488,11 +535,11 @@ func (s *Supervisor) checkDirty(ctx context.Context) ([]guard.Change, []string, 
 		}
 	}
 	if len(dirty) > 0 && !s.st.Flags.AllowDirty {
-		return nil, dirty, &stop{Stop: stopreasons.Stop{Code: stopreasons.DirtyWorktree, Condition: "allow_dirty",
+		return dirty, &stop{Stop: stopreasons.Stop{Code: stopreasons.DirtyWorktree, Condition: "allow_dirty",
 			Message: fmt.Sprintf("%d uncommitted change(s) before the run", len(dirty)),
 			Details: &stopreasons.StopDetails{Files: dirty}}}
 	}
-	return changes, dirty, nil
+	return dirty, nil
 }
 
 // ensureWorktree creates the run's worktree, or takes the one an earlier
@@ -789,8 +836,10 @@ func (s *Supervisor) signalled() *signalStop {
 }
 
 // startAgentVersion asks the agent program for its version in the
-// background: a slow answer (a CLI that starts a runtime first) then costs
-// the run nothing. takeAgentVersion records it in the fingerprint.
+// background, once the start's reads of the checkout are done: a slow
+// answer (a CLI that starts a runtime first) then costs the run nothing,
+// and the probe does not compete with those reads. takeAgentVersion
+// records it in the fingerprint.
 func (s *Supervisor) startAgentVersion(ctx context.Context) {
 	ch := make(chan string, 1)
 	s.agentVersion = ch

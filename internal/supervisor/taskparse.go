@@ -3,6 +3,7 @@ package supervisor
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/runr-dev/runr/internal/state"
 )
@@ -29,9 +30,29 @@ type taskItem struct {
 // items belong to it and are never items of their own; a box inside a
 // fenced code block is text, not an item; an item with nothing after its box
 // is no item.
+//
+// A run asks for the same task's items at every call's prompt: the last
+// task read is kept with its items, which callers only read.
 func taskItems(task string) []taskItem {
+	lastItems.Lock()
+	defer lastItems.Unlock()
+	if lastItems.items == nil || lastItems.task != task {
+		lastItems.task, lastItems.items = task, parseTaskItems(task)
+	}
+	return lastItems.items
+}
+
+// lastItems is the task taskItems read last, with its items (never nil
+// once read).
+var lastItems struct {
+	sync.Mutex
+	task  string
+	items []taskItem
+}
+
+func parseTaskItems(task string) []taskItem {
+	items := []taskItem{}
 	var (
-		items  []taskItem
 		cur    = -1 // index of the item whose block is open
 		indent int  // the open item's indent
 		fence  string
