@@ -93,6 +93,7 @@ func TestBench(t *testing.T) {
 type bench struct {
 	runr   string // the built binary
 	maxrss string // testdata/maxrss built: runs a program and writes its peak RSS
+	stamp  string // testdata/stamp built: stands in for a program and times its runs
 	git    string // the real git
 	dir    string // scratch space, removed at the end
 }
@@ -103,8 +104,9 @@ func setup(t *testing.T) *bench {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	b := &bench{runr: filepath.Join(dir, "bin", "runr"), maxrss: filepath.Join(dir, "bin", "maxrss"), dir: dir}
-	for _, p := range [][2]string{{b.runr, "./cmd/runr"}, {b.maxrss, "./tests/bench/testdata/maxrss"}} {
+	spreadDirs(t, dir)
+	b := &bench{runr: filepath.Join(dir, "bin", "runr"), maxrss: filepath.Join(dir, "bin", "maxrss"), stamp: filepath.Join(dir, "bin", "stamp"), dir: dir}
+	for _, p := range [][2]string{{b.runr, "./cmd/runr"}, {b.maxrss, "./tests/bench/testdata/maxrss"}, {b.stamp, "./tests/bench/testdata/stamp"}} {
 		build := exec.Command("go", "build", "-o", p[0], p[1])
 		build.Dir = root
 		if out, err := build.CombinedOutput(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -61,6 +62,7 @@ func (b *bench) tickRun(t *testing.T, ticks int, extraEnv ...string) (proc, stri
 	task := filepath.Join(filepath.Dir(repo), "task.md")
 	writeFile(t, task, milestones(ticks/3+2), 0o644)
 	argv := append([]string{b.runr, "run", "--task", task, "--verify", "true", "--max-ticks", strconv.Itoa(ticks), "--quiet", "--"}, noopAgent...)
+	syscall.Sync() // the last run's dirty pages are not this one's to write
 	p := run(t, repo, b.env(home, append(slices.Clone(tickEnv), extraEnv...)...), nil, argv...)
 	mustExit(t, p, maxTicksExit, fmt.Sprintf("runr (%d ticks)", ticks))
 	dir := runDir(t, repo)
@@ -175,6 +177,7 @@ func (b *bench) ticks(t *testing.T) {
 			t.Fatal(err)
 		}
 		argv := append([]string{"sh", script, strconv.Itoa(ticks), prompt, logs, b.git}, status.args...)
+		syscall.Sync()
 		p := run(t, repo, b.env(home, statusEnv...), nil, argv...)
 		mustExit(t, p, 0, "the bare loop")
 		return p
