@@ -181,10 +181,16 @@ func (t *Tracker) Start(ctx context.Context, base Baseline) (Look, error) {
 // just taken, with HEAD at head: nothing can differ from a snapshot taken a
 // moment ago, so the first look is the empty one, with the fingerprint a
 // look that found no change has. Nothing else may have run in the working
-// tree since the snapshot.
-func (t *Tracker) StartAt(head string) Look {
+// tree since the snapshot. The private index is written now, as Start
+// writes it: git trusts an index entry's stat data only when the index
+// file is newer than the file, and one written after the agent's call
+// would hide a same-size rewrite made in the second of the snapshot.
+func (t *Tracker) StartAt(head string) (Look, error) {
+	if err := t.writePrivate(); err != nil {
+		return Look{}, fmt.Errorf("prepare the guard of %s: %w", t.top, err)
+	}
 	t.last = map[string]string{}
-	return Look{Head: head, Fingerprint: fingerprint(nil, nil)}
+	return Look{Head: head, Fingerprint: fingerprint(nil, nil)}, nil
 }
 
 // fingerprint identifies the content of a working tree from its changed

@@ -394,7 +394,8 @@ func TestTrackerStartAtIsStart(t *testing.T) {
 
 				want, err := withGit.Start(ctx, base)
 				require.NoError(t, err)
-				got := without.StartAt(status.Head)
+				got, err := without.StartAt(status.Head)
+				require.NoError(t, err)
 				assert.Equal(t, want, got, "the first look")
 
 				tc.do(t, dir)

@@ -238,7 +238,15 @@ func (sp *stop) withContext(st *state.State) stopreasons.Stop {
 // stop.json.
 func (s *Supervisor) finish(sp *stop) (*state.State, error) {
 	st := s.st
+	// A run refused before it took the start's reads of the checkout
+	// ends them before it records the stop.
+	s.dropOpening()
 	uncommitted := s.readUncommitted(sp)
+	// The version is waited for, a Probe's timeout at most; a signal's
+	// stop ends the probe first.
+	if sp.Condition == "signal" && s.cancelVersion != nil {
+		s.cancelVersion()
+	}
 	s.takeAgentVersion(true)
 	// Milestone notifications still under way end within notify.timeout.
 	s.notifying.Wait()

@@ -1,12 +1,16 @@
 package supervisor
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/runr-dev/runr/internal/state"
 )
 
 // TestStoreInside: a run store under the checkout's .git (the default) is
@@ -44,4 +48,32 @@ func TestTaskItemsOfEachTask(t *testing.T) {
 		assert.Equal(t, []string{"one", "two"}, goals(Milestones(a)))
 		assert.Equal(t, []string{"three"}, goals(Milestones(b)))
 	}
+}
+
+// TestWorktreeRecordedAtOnce: a --worktree run records its worktree and
+// branch as soon as it makes them, so that a crash before its first call
+// leaves a state whose resume takes the worktree instead of making the
+// branch again (which git refuses).
+func TestWorktreeRecordedAtOnce(t *testing.T) {
+	r := newRun(t, "- [ ] one\n")
+	r.flags.Worktree = true
+	sup := r.supervisor()
+	st := sup.newState(state.NewRunID(time.Now().UTC()), time.Now().UTC())
+	lock, err := r.store.CreateRunLocked(st, sup.cfg.Raw)
+	require.NoError(t, err)
+	defer lock.Release()
+	sup.st, sup.lock = st, lock
+	require.NoError(t, sup.openRunFiles())
+	defer sup.release()
+	require.Nil(t, sup.ensureWorktree(context.Background()))
+
+	// What a crash at this instant leaves on disk.
+	crashed, err := r.store.Load(st.RunID)
+	require.NoError(t, err)
+	assert.Equal(t, st.Worktree, crashed.Worktree)
+	assert.Equal(t, "runr/"+st.RunID, crashed.Branch)
+	again := r.supervisor()
+	again.st = crashed
+	assert.Nil(t, again.ensureWorktree(context.Background()), "the resume takes the worktree")
+	assert.Equal(t, st.Worktree, again.dir)
 }

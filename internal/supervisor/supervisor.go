@@ -148,8 +148,10 @@ type Supervisor struct {
 	tracker    *guard.Tracker  // reads the tree after each call (guardTracker)
 	noTracker  bool            // the snapshot allows none
 	// agentVersion delivers the agent's version, asked for beside the
-	// end of the preflight and the first call (startAgentVersion).
-	agentVersion chan string
+	// end of the preflight and the first call (startAgentVersion);
+	// cancelVersion ends the probe.
+	agentVersion  chan string
+	cancelVersion context.CancelFunc
 	// sum is what the current tick came to; delta the changes of the last
 	// look at the tree.
 	sum   tickSummary
@@ -468,8 +470,11 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 	// start's, and the first look needs no git process.
 	var start guard.Look
 	if headKnown {
-		start = t.StartAt(head)
-	} else if start, err = t.Start(ctx, base); err != nil {
+		start, err = t.StartAt(head)
+	} else {
+		start, err = t.Start(ctx, base)
+	}
+	if err != nil {
 		return internalStop(err)
 	}
 	head = start.Head
@@ -560,6 +565,11 @@ func (s *Supervisor) ensureWorktree(ctx context.Context) *stop {
 	st.Worktree, st.Branch = wt, branch
 	s.dir = wt
 	s.event("worktree_created", map[string]any{"path": wt, "branch": branch})
+	// Recorded at once: a resume after a crash here takes this worktree
+	// instead of making its branch again.
+	if err := s.save(); err != nil {
+		return internalStop(err)
+	}
 	return nil
 }
 
@@ -842,6 +852,7 @@ func (s *Supervisor) signalled() *signalStop {
 // records it in the fingerprint.
 func (s *Supervisor) startAgentVersion(ctx context.Context) {
 	ch := make(chan string, 1)
+	ctx, s.cancelVersion = context.WithCancel(ctx)
 	s.agentVersion = ch
 	program, args := s.program, s.adapter.VersionArgs()
 	go func() { ch <- agentVersion(ctx, program, args) }()
@@ -864,6 +875,7 @@ func (s *Supervisor) takeAgentVersion(wait bool) {
 		}
 	}
 	s.agentVersion = nil
+	s.cancelVersion()
 	s.st.Fingerprint.AgentVersion = v
 }
 
