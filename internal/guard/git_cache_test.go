@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -144,6 +145,24 @@ func TestPrivateTempOutsideTheTree(t *testing.T) {
 		assert.Equal(t, want, filepath.Dir(d), "TMPDIR=%s", tc.tmpdir)
 		require.NoError(t, os.Remove(d))
 	}
+
+	// What a runr killed while it took a snapshot left in the git dir goes
+	// with the next one there; a recent one (another runr's, under way)
+	// stays.
+	t.Setenv("TMPDIR", inside)
+	old := filepath.Join(gitDir, "runr-guard-123")
+	recent := filepath.Join(gitDir, "runr-guard-456")
+	for _, d := range []string{old, recent} {
+		require.NoError(t, os.Mkdir(d, 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "index"), []byte("copy"), 0o600))
+	}
+	long := time.Now().Add(-2 * staleTemp)
+	require.NoError(t, os.Chtimes(old, long, long))
+	d, err := privateTemp(top, gitDir)
+	require.NoError(t, err)
+	defer os.RemoveAll(d)
+	assert.NoDirExists(t, old)
+	assert.DirExists(t, recent)
 }
 
 // TestPrefetchReadsTheConfig: after Prefetch's read, a status in the

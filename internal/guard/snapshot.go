@@ -196,8 +196,31 @@ func privateTemp(top, gitDir string) (string, error) {
 	}
 	if rel, err := filepath.Rel(top, real); gitDir != "" && (err != nil || rel == "." || filepath.IsLocal(rel)) {
 		base = gitDir
+		removeStaleTemps(gitDir)
 	}
 	return os.MkdirTemp(base, "runr-guard-")
+}
+
+// staleTemp is how old a temporary directory of runr's in a git dir must
+// be before another runr removes it: a snapshot's lives for milliseconds,
+// so one this old was left by a runr killed while it took one.
+const staleTemp = time.Minute
+
+// removeStaleTemps removes the temporary directories privateTemp left in
+// gitDir that are older than staleTemp. Best effort.
+func removeStaleTemps(gitDir string) {
+	entries, err := os.ReadDir(gitDir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "runr-guard-") {
+			continue
+		}
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > staleTemp {
+			os.RemoveAll(filepath.Join(gitDir, e.Name()))
+		}
+	}
 }
 
 // ChangedFiles returns, sorted, every path created, changed or deleted since
