@@ -370,8 +370,8 @@ func (s *Supervisor) release() {
 	if s.tracker != nil {
 		s.tracker.Close()
 	}
-	// The timeline and the log are synced side by side: one commit of the
-	// file system's journal can take both.
+	// The timeline and the log are synced side by side: the two syncs
+	// wait for the disk together.
 	var synced sync.WaitGroup
 	if s.tl != nil {
 		synced.Go(func() { s.tl.Close() })
@@ -503,8 +503,9 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 	if err := waitSaved(); err != nil {
 		return internalStop(err)
 	}
-	// What the preflight recorded is written with the loop's first write
-	// of state.json, which comes next (a stop's comes instead).
+	// What the preflight recorded is written with the next write of
+	// state.json: the record of a new run's first call, a resumed run's
+	// first write in the loop, or the stop's.
 	return nil
 }
 
