@@ -14,12 +14,7 @@ import (
 // An interrupted write leaves a ".tmp-" file behind and path untouched.
 // A symlink at path is state_corrupt: the rename would only replace it, but
 // a store file that is a symlink means someone else has been writing there.
-func WriteAtomic(path string, data []byte) error { return writeAtomic(path, data, true) }
-
-// writeAtomic is WriteAtomic; without durable the directory is not synced
-// after the rename, so a power loss may leave the old file (never a partial
-// one: the new file's data is synced before it is renamed).
-func writeAtomic(path string, data []byte, durable bool) error {
+func WriteAtomic(path string, data []byte) error {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -56,9 +51,6 @@ func writeAtomic(path string, data []byte, durable bool) error {
 		return fmt.Errorf("rename %s to %s: %w", tmp, path, err)
 	}
 	committed = true
-	if !durable {
-		return nil
-	}
 	return syncDir(dir)
 }
 

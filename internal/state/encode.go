@@ -15,8 +15,8 @@ type stateHead struct {
 }
 
 // milestoneCache holds the encoding of one milestone that will not change
-// again (settled, and before the current one), with what tells it apart
-// should it change all the same.
+// again (settled, and before the current one) or that nothing has touched
+// yet (pristine), with what tells it apart should it change all the same.
 type milestoneCache struct {
 	key  milestoneKey
 	data []byte
@@ -25,10 +25,12 @@ type milestoneCache struct {
 type milestoneKey struct {
 	goal, status, treeHash, commit string
 	attempts, lastTick, earlier    int
+	goalCut, nilAttempts           bool
 }
 
 func keyOf(m *Milestone) milestoneKey {
-	k := milestoneKey{goal: m.Goal, status: m.Status, treeHash: m.TreeHash, commit: m.Commit, attempts: len(m.Attempts)}
+	k := milestoneKey{goal: m.Goal, status: m.Status, treeHash: m.TreeHash, commit: m.Commit, attempts: len(m.Attempts),
+		goalCut: m.GoalCut, nilAttempts: m.Attempts == nil}
 	if n := len(m.Attempts); n > 0 {
 		k.lastTick = m.Attempts[n-1].Tick
 	}
@@ -38,8 +40,15 @@ func keyOf(m *Milestone) milestoneKey {
 	return k
 }
 
+// pristine reports whether nothing but the task has made m: its encoding
+// then follows from its key alone.
+func (m *Milestone) pristine() bool {
+	return len(m.Attempts) == 0 && m.Earlier == nil && m.Retries == 0 && len(m.Edges) == 0 &&
+		m.ReviewRounds == 0 && m.TreeHash == "" && m.Commit == ""
+}
+
 // encodeCache keeps, per run, the encodings of its milestones that will not
-// change again.
+// change again, and of those still as the task made them.
 type encodeCache struct {
 	mu   sync.Mutex
 	runs map[string][]milestoneCache
@@ -47,8 +56,10 @@ type encodeCache struct {
 
 // encode writes st as state.json: indented, the milestones last. The
 // milestones before the current one that are settled are encoded once and
-// kept in c, so a save costs the same at the thousandth milestone as at
-// the first: what grows is copied, not encoded again.
+// kept in c, and so are the ones no attempt has touched yet, so a save
+// costs the same at the thousandth milestone as at the first, and the same
+// for a task of ten items as for one of thousands: what does not change is
+// copied, not encoded again.
 func (c *encodeCache) encode(st *State) ([]byte, error) {
 	var encoded []milestoneCache
 	if c != nil {
@@ -79,7 +90,7 @@ func (c *encodeCache) encode(st *State) ([]byte, error) {
 			b.WriteByte(',')
 		}
 		b.WriteString("\n    ")
-		frozen := i < st.MilestoneIndex && m.settled()
+		frozen := (i < st.MilestoneIndex && m.settled()) || m.pristine()
 		if frozen && i < len(encoded) && encoded[i].data != nil && encoded[i].key == keyOf(m) {
 			b.Write(encoded[i].data)
 			continue

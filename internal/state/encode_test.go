@@ -58,4 +58,31 @@ func TestSaveEncodingMatchesTheState(t *testing.T) {
 	}
 	check()
 	assert.Len(t, st.Milestones[5].Attempts, MaxAttempts)
+
+	// The milestones no attempt has touched are kept encoded too; whatever
+	// changes in one of them is encoded anew, and so is its return to
+	// untouched.
+	p := &st.Milestones[55]
+	for _, c := range []struct {
+		name         string
+		change, undo func()
+	}{
+		{"goal", func() { p.Goal = "an edited goal" }, func() { p.Goal = "goal 55" }},
+		{"goal_cut", func() { p.GoalCut = true }, func() { p.GoalCut = false }},
+		{"attempts", func() { p.Attempts = []Attempt{} }, func() { p.Attempts = nil }},
+		{"retries", func() { p.Retries = 2 }, func() { p.Retries = 0 }},
+		{"edges", func() { p.Edges = map[string]int{"verify->implement": 1} }, func() { p.Edges = nil }},
+		{"review_rounds", func() { p.ReviewRounds = 1 }, func() { p.ReviewRounds = 0 }},
+		{"tree_hash", func() { p.TreeHash = "hash" }, func() { p.TreeHash = "" }},
+		{"commit", func() { p.Commit = "c0ffee" }, func() { p.Commit = "" }},
+		{"earlier_attempts", func() { p.Earlier = &EarlierAttempts{Count: 1} }, func() { p.Earlier = nil }},
+		{"status", func() { p.Status = MilestoneInProgress }, func() { p.Status = MilestonePending }},
+	} {
+		check()
+		c.change()
+		t.Log("a pending milestone's", c.name, "changes")
+		check()
+		c.undo()
+	}
+	check()
 }

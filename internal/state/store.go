@@ -41,6 +41,7 @@ const (
 	stopFile      = "stop-request"
 	tempPrefix    = ".tmp-"
 	probePrefix   = tempPrefix + "probe-"
+	spareFile     = tempPrefix + stateFile + "-spare" // the previous state.json, the next one's temporary file
 	creatingDir   = ".creating-"
 	runIDTimeForm = "20060102T150405Z"
 )
@@ -484,14 +485,14 @@ func writeNew(path string, data []byte) (*os.File, error) {
 // state.json (Compact), and replaces state.json durably: a reader, a
 // SIGKILL or a power loss leaves the old file or the new one, and once Save
 // returns the new one stays. It is the write at the end of every tick.
-func (s *Store) Save(st *State) error { return s.save(st, true) }
+func (s *Store) Save(st *State) error { return s.save(st) }
 
 // SaveProcessStart is Save for the record of a process runr is starting
 // (DESIGN §2: state.json names it while it runs), the same atomic, durable
 // write (DESIGN §5).
-func (s *Store) SaveProcessStart(st *State) error { return s.save(st, true) }
+func (s *Store) SaveProcessStart(st *State) error { return s.save(st) }
 
-func (s *Store) save(st *State, durable bool) error {
+func (s *Store) save(st *State) error {
 	if err := checkID(st.RunID); err != nil {
 		return err
 	}
@@ -506,11 +507,17 @@ func (s *Store) save(st *State, durable bool) error {
 		return stopreasons.Wrap(stopreasons.InternalError, err, "encode state of run %s", st.RunID)
 	}
 	path := s.StatePath(st.RunID)
-	if err := writeAtomic(path, data, durable); err != nil {
+	if err := writeState(path, data); err != nil {
 		return wrapIO(err, "save %s", path)
+	}
+	if st.RunStatus != stopreasons.RunRunning {
+		dropSpare(path)
 	}
 	return nil
 }
+
+// spareName is the spare of the state.json at path.
+func spareName(path string) string { return filepath.Join(filepath.Dir(path), spareFile) }
 
 // storeTask writes the task text of a run whose state.json held it inline
 // (written by an older runr) to task.md, before the first state.json
@@ -679,7 +686,8 @@ func (s *Store) runFile(id, name string) (string, error) {
 
 // LeftoverTemps lists the temporary files that interrupted atomic writes
 // left in run directories and in active/. They are harmless, never read, and
-// safe to delete once no runr process writes to that run.
+// safe to delete once no runr process writes to that run. The spare of a
+// live run (the run's lock is held) is in use, not left over.
 func (s *Store) LeftoverTemps() ([]string, error) {
 	ids, err := s.List()
 	if err != nil {
@@ -690,10 +698,15 @@ func (s *Store) LeftoverTemps() ([]string, error) {
 		dirs = append(dirs, s.RunDir(id))
 	}
 	var out []string
-	for _, d := range dirs {
+	for i, d := range dirs {
 		m, err := filepath.Glob(filepath.Join(d, tempPrefix+"*"))
 		if err != nil {
 			return nil, stopreasons.Wrap(stopreasons.InternalError, err, "look for temporary files in %s", d)
+		}
+		if i > 0 && slices.Contains(m, filepath.Join(d, spareFile)) {
+			if held, _, err := s.Locked(ids[i-1]); err == nil && held {
+				m = slices.DeleteFunc(m, func(p string) bool { return filepath.Base(p) == spareFile })
+			}
 		}
 		out = append(out, m...)
 	}

@@ -180,6 +180,10 @@ func TestCreateSaveLoad(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "add a flag", got.Milestones[0].Goal)
 
+	// A run saves while it holds its lock.
+	lock, err := s.Acquire(st.RunID)
+	require.NoError(t, err)
+	defer lock.Release()
 	first := st.UpdatedAt
 	st.Tick = 3
 	require.NoError(t, s.Save(st))

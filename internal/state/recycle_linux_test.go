@@ -1,0 +1,222 @@
+package state
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
+
+func inodeOf(t *testing.T, path string) uint64 {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	require.NoError(t, err)
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+// lockedRun is a run whose lock the test holds, as a running runr does.
+func lockedRun(t *testing.T) (*Store, *State) {
+	t.Helper()
+	s, st := newRun(t)
+	l, err := s.Acquire(st.RunID)
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Release() })
+	return s, st
+}
+
+// From the second save on, the state.json replaced is kept as the spare
+// and the next save is written into it: two inodes take turns, each save
+// still leaving a whole state.json, and the spare is the state before.
+func TestSaveTakesTurnsWithTheSpare(t *testing.T) {
+	s, st := lockedRun(t)
+	path := s.StatePath(st.RunID)
+	spare := spareName(path)
+	seen := map[uint64]bool{}
+	for tick := 1; tick <= 8; tick++ {
+		st.Tick = tick
+		require.NoError(t, s.Save(st))
+		seen[inodeOf(t, path)] = true
+		got, err := LoadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, tick, got.Tick)
+		if tick >= 2 {
+			prev, err := LoadFile(spare)
+			require.NoError(t, err, "the spare holds the state before")
+			assert.Equal(t, tick-1, prev.Tick)
+		}
+	}
+	// The first two saves' files, and then only those two.
+	assert.Len(t, seen, 2, "state.json's inodes over eight saves")
+
+	temps, err := s.LeftoverTemps()
+	require.NoError(t, err)
+	assert.Empty(t, temps, "a live run's spare is no leftover")
+}
+
+// A file someone has open is never written again: a reader that opened
+// state.json keeps reading the state it opened, however many saves come
+// after, while the saves go on in new files.
+func TestSaveLeavesAnOpenStateAlone(t *testing.T) {
+	s, st := lockedRun(t)
+	path := s.StatePath(st.RunID)
+	for tick := 1; tick <= 3; tick++ {
+		st.Tick = tick
+		require.NoError(t, s.Save(st))
+	}
+	held, err := os.Open(path)
+	require.NoError(t, err)
+	defer held.Close()
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+	heldIno := inodeOf(t, path)
+
+	for tick := 4; tick <= 9; tick++ {
+		st.Tick = tick
+		require.NoError(t, s.Save(st))
+		assert.NotEqual(t, heldIno, inodeOf(t, path), "tick %d: the open file became state.json again", tick)
+		got, err := LoadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, tick, got.Tick)
+	}
+	var after bytes.Buffer
+	_, err = held.Seek(0, 0)
+	require.NoError(t, err)
+	_, err = after.ReadFrom(held)
+	require.NoError(t, err)
+	assert.Equal(t, string(before), after.String(), "the open file was written")
+}
+
+// Whatever is planted at the spare's name (a symlink, a second name of
+// another file, a file of its own kept open to watch what runr writes) is
+// never written: the save goes to a new file, and the planted file keeps
+// its content.
+func TestSaveNeverWritesThroughThePlantedSpare(t *testing.T) {
+	for _, plant := range []string{"symlink", "hardlink", "file"} {
+		t.Run(plant, func(t *testing.T) {
+			s, st := lockedRun(t)
+			path := s.StatePath(st.RunID)
+			for tick := 1; tick <= 3; tick++ {
+				st.Tick = tick
+				require.NoError(t, s.Save(st))
+			}
+			spare := spareName(path)
+			outside := filepath.Join(t.TempDir(), "bashrc")
+			require.NoError(t, os.WriteFile(outside, []byte("export PATH=/usr/bin\n"), 0o644))
+			require.NoError(t, os.Remove(spare))
+			switch plant {
+			case "symlink":
+				require.NoError(t, os.Symlink(outside, spare))
+			case "hardlink":
+				require.NoError(t, os.Link(outside, spare))
+			case "file":
+				// Its inode number may well be the removed spare's.
+				require.NoError(t, os.WriteFile(spare, []byte("export PATH=/usr/bin\n"), 0o644))
+				f, err := os.Open(spare)
+				require.NoError(t, err)
+				defer f.Close()
+				outside = "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
+			}
+			planted := inodeOf(t, spare)
+
+			st.Tick = 4
+			require.NoError(t, s.Save(st))
+			got, err := LoadFile(path)
+			require.NoError(t, err)
+			assert.Equal(t, 4, got.Tick)
+			assert.NotEqual(t, planted, inodeOf(t, path), "the planted file became state.json")
+			data, err := os.ReadFile(outside)
+			require.NoError(t, err)
+			assert.Equal(t, "export PATH=/usr/bin\n", string(data), "written through the planted spare")
+		})
+	}
+}
+
+// A stopped run keeps no spare; a run that died while running leaves one,
+// which is a leftover once nobody holds the run.
+func TestSpareGoesWithTheRun(t *testing.T) {
+	s, st := newRun(t)
+	l, err := s.Acquire(st.RunID)
+	require.NoError(t, err)
+	for tick := 1; tick <= 3; tick++ {
+		st.Tick = tick
+		require.NoError(t, s.Save(st))
+	}
+	spare := spareName(s.StatePath(st.RunID))
+	require.FileExists(t, spare)
+	require.NoError(t, l.Release())
+	temps, err := s.LeftoverTemps()
+	require.NoError(t, err)
+	assert.Equal(t, []string{spare}, temps, "the spare of a run nobody holds")
+
+	l, err = s.Acquire(st.RunID)
+	require.NoError(t, err)
+	defer l.Release()
+	assert.NoFileExists(t, spare, "taking the run removes what its last holder left")
+	st.Tick = 4
+	require.NoError(t, s.Save(st))
+	st.RunStatus = stopreasons.RunStatus(stopreasons.Timeout)
+	st.StopReason = NewStopReason(stopreasons.Timeout, 0, "time is up")
+	require.NoError(t, s.Save(st))
+	assert.NoFileExists(t, spare)
+	got, err := s.Load(st.RunID)
+	require.NoError(t, err)
+	assert.Equal(t, stopreasons.Timeout, got.StopReason.Code)
+}
+
+// Readers racing the saves, which alternate a large and a small state so
+// that a reused file is both grown and cut, see whole states only; some
+// saves reuse the spare all the same.
+func TestStateReaderSeesWholeFilesWhileSparesAreReused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	a := bytes.Repeat([]byte("a"), 256<<10)
+	b := bytes.Repeat([]byte("b"), 12<<10)
+	require.NoError(t, WriteAtomic(path, a))
+
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var readErr error
+	reads := 0
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				readErr = err
+				return
+			}
+			if !bytes.Equal(data, a) && !bytes.Equal(data, b) {
+				readErr = assert.AnError
+				return
+			}
+			reads++
+		}
+	}()
+	seen := map[uint64]int{}
+	for i := range 200 {
+		next := a
+		if i%2 == 0 {
+			next = b
+		}
+		require.NoError(t, writeState(path, next))
+		seen[inodeOf(t, path)]++
+	}
+	close(done)
+	wg.Wait()
+	require.NoError(t, readErr, "a reader saw a partial file")
+	assert.Positive(t, reads)
+	assert.Less(t, len(seen), 200, "no save reused the spare")
+}
