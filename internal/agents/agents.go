@@ -267,6 +267,25 @@ func TakesChunks(p Parser) bool {
 	return ok
 }
 
+// LineStarter is a ChunkParser whose Line, once it takes stdout's chunks,
+// needs only the lines that begin with a byte LineStarts marks.
+type LineStarter interface {
+	ChunkParser
+	LineStarts() *[256]bool
+}
+
+// LineStarts returns the first bytes of the stdout lines p's Line needs
+// when p takes stdout's chunks, or nil: it needs every line.
+func LineStarts(p Parser) *[256]bool {
+	if g, ok := p.(usageGuard); ok {
+		p = g.Parser
+	}
+	if s, ok := p.(LineStarter); ok {
+		return s.LineStarts()
+	}
+	return nil
+}
+
 // adapters are the agents runr knows, in the order docs present them: the
 // one list of agent kinds.
 var adapters = []Adapter{

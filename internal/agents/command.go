@@ -124,6 +124,15 @@ func (p *commandParser) Line(line []byte) bool {
 	return false
 }
 
+// LineStarts marks the first bytes of the lines Line needs once stdout
+// comes in chunks (Chunk keeps the final text): those that can signal or
+// report usage. On any other line Line has nothing to do.
+func (p *commandParser) LineStarts() *[256]bool {
+	t := p.signals.starts
+	markStarts(&t, UsagePrefix)
+	return &t
+}
+
 // Chunk keeps the end of stdout as it came, the final text, in place of
 // the lines: a caller that hands chunks over spares a copy of every line.
 func (p *commandParser) Chunk(b []byte) {

@@ -30,6 +30,7 @@ func DetectSignal(text, promise, prompt string) (Signal, string) {
 type signalDetector struct {
 	promise string
 	prompt  string
+	starts  [256]bool       // the first bytes of a line that can signal
 	echoes  map[string]bool // the prompt's trimmed lines, built at the first line that can signal
 	signal  Signal
 	text    string
@@ -39,14 +40,30 @@ func newSignalDetector(promise, prompt string) *signalDetector {
 	if promise == "" {
 		promise = DefaultPromise
 	}
-	return &signalDetector{promise: strings.TrimSpace(promise), prompt: prompt}
+	d := &signalDetector{promise: strings.TrimSpace(promise), prompt: prompt}
+	markStarts(&d.starts, statusPrefix)
+	markStarts(&d.starts, d.promise)
+	return d
+}
+
+// markStarts marks in t the bytes a line can begin with that, trimmed,
+// begins with prefix: its first byte, the ASCII blanks, and every byte of
+// a longer UTF-8 rune (which may be a blank bytes.TrimSpace knows).
+func markStarts(t *[256]bool, prefix string) {
+	for c := range t {
+		if c >= utf8.RuneSelf || asciiSpace[c] {
+			t[c] = true
+		}
+	}
+	if prefix != "" {
+		t[prefix[0]] = true
+	}
 }
 
 func (d *signalDetector) line(b []byte) {
 	// Most lines start with a character that is neither white space nor the
 	// first of a signal: such a line cannot signal, and is not even trimmed.
-	if len(b) > 0 && b[0] < utf8.RuneSelf && !asciiSpace[b[0]] && b[0] != statusPrefix[0] &&
-		(d.promise == "" || b[0] != d.promise[0]) {
+	if len(b) > 0 && !d.starts[b[0]] {
 		return
 	}
 	b = bytes.TrimSpace(b)

@@ -232,6 +232,13 @@ func (s *Supervisor) implement(ctx context.Context) result {
 	s.confine(&spec)
 	callCtx, grace := s.watchResult(ctx, parser)
 	spec.OnStdoutLine = grace.wrap(spec.OnStdoutLine)
+	if spec.OnStdout != nil && watch == nil && grace == nil {
+		// Nothing but the parser looks at the lines, and it takes the
+		// final text from the chunks: the lines it cannot need (most of
+		// a large output) are not handed over at all. The spend watch
+		// looks only when the usage moved, which such a line cannot do.
+		spec.LineStarts = agents.LineStarts(parser)
+	}
 	ref := s.agentRef()
 	attempt := state.Attempt{Tick: st.Tick, Iteration: st.Iteration, Log: s.relLog(logPath), Agent: &ref}
 	m.Attempts = append(m.Attempts, attempt)

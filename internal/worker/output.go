@@ -133,6 +133,7 @@ func (r *ring) bytes() []byte {
 type lineSplitter struct {
 	max     int
 	emit    func([]byte) bool
+	starts  *[256]bool // nil: every line; else only non-empty lines whose first byte it marks
 	abort   func()
 	line    []byte // the start of a line a read boundary cut, at most max bytes
 	pending bool   // bytes seen since the last newline
@@ -156,11 +157,16 @@ func (l *lineSplitter) feed(p []byte) {
 		if l.pending {
 			l.add(p[:i])
 			l.flush()
-		} else {
+		} else if l.wants(p[:i]) {
 			l.send(p[:min(i, l.max)])
 		}
 		p = p[i+1:]
 	}
+}
+
+// wants reports whether line is one for emit.
+func (l *lineSplitter) wants(line []byte) bool {
+	return l.starts == nil || len(line) > 0 && l.starts[line[0]]
 }
 
 func (l *lineSplitter) add(p []byte) {
@@ -172,7 +178,9 @@ func (l *lineSplitter) add(p []byte) {
 
 // flush hands over the line kept across reads.
 func (l *lineSplitter) flush() {
-	l.send(l.line)
+	if l.wants(l.line) {
+		l.send(l.line)
+	}
 	l.line, l.pending = l.line[:0], false
 }
 

@@ -3,6 +3,7 @@ package worker
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,6 +122,38 @@ func TestLineSplitterGiantLineStaysBounded(t *testing.T) {
 	assert.Equal(t, "RUNR_STATUS: done", string(got[1]))
 }
 
+// With LineStarts, only the non-empty lines whose first byte it marks reach
+// the callback, whole, however the reads cut them; the others cost nothing.
+func TestLineSplitterStarts(t *testing.T) {
+	var starts [256]bool
+	starts['R'], starts[' '] = true, true
+	tests := []struct {
+		name   string
+		chunks []string
+		want   []string
+	}{
+		{"in one read", []string{"xx\nRa\n\n b\nc\n"}, []string{"Ra", " b"}},
+		{"marked line cut by reads", []string{"xx\nR", "UNR", "\nyy\n"}, []string{"RUNR"}},
+		{"unmarked line cut by reads", []string{"xR\n", "x", "R\nR", "\n"}, []string{"R"}},
+		{"truncated at max", []string{"R123456789abc\n"}, []string{"R123456789"}},
+		{"last line without newline", []string{"x\n Ry"}, []string{" Ry"}},
+		{"only unmarked", []string{"a\nb\n\n", "c"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			l := &lineSplitter{max: 10, starts: &starts, emit: func(b []byte) bool { got = append(got, string(b)); return true }, abort: func() {}}
+			for _, c := range tt.chunks {
+				l.feed([]byte(c))
+			}
+			if l.pending {
+				l.flush()
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
 // After the callback said stop, no later line reaches it, in the same read or
 // a later one.
 func TestLineSplitterStops(t *testing.T) {
@@ -162,6 +195,31 @@ func TestRunLogAndLinesGetEveryByte(t *testing.T) {
 	want := bytes.Repeat(produceLine, size/len(produceLine)+1)[:size]
 	assert.True(t, bytes.Equal(want, got), "the log holds every byte in order")
 	assert.Equal(t, want[size-DefaultTailBytes:], res.Tail)
+}
+
+// A real process's lines narrowed by LineStarts: the marked ones arrive,
+// in order, and the log still holds every byte.
+func TestRunLineStarts(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "out.log")
+	var starts [256]bool
+	starts['R'] = true
+	script := `i=0; while [ $i -lt 3000 ]; do echo "x line $i"; echo; echo "RUNR_STATUS: $i"; i=$((i+1)); done`
+	var got []string
+	res, err := Run(context.Background(), Spec{
+		Argv: []string{"sh", "-c", script}, LogPath: logPath, LineStarts: &starts,
+		OnStdoutLine: func(line []byte) bool { got = append(got, string(line)); return true },
+	})
+	require.NoError(t, err)
+	require.Equal(t, 0, res.ExitCode)
+	require.Len(t, got, 3000)
+	var log bytes.Buffer
+	for i := range 3000 {
+		assert.Equal(t, fmt.Sprintf("RUNR_STATUS: %d", i), got[i])
+		fmt.Fprintf(&log, "x line %d\n\nRUNR_STATUS: %d\n", i, i)
+	}
+	data, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	assert.Equal(t, log.String(), string(data))
 }
 
 // BenchmarkRunLargeOutput is the output path as an agent call has it: a real

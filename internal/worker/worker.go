@@ -97,6 +97,12 @@ type Spec struct {
 	// returning false stops the process early (Result.Aborted). The slice is
 	// reused after the call.
 	OnStdoutLine func(line []byte) bool
+	// LineStarts, when set, narrows OnStdoutLine to the lines whose first
+	// byte it marks: an empty line, or one beginning with a byte it does
+	// not mark, is not handed over. For a caller that looks only for lines
+	// of known beginnings, so that the bulk of a large output costs no
+	// call per line.
+	LineStarts *[256]bool
 	// OnStdout receives stdout as it is read, in chunks, in order, before
 	// OnStdoutLine sees the chunk's lines: for what wants the bytes (the end
 	// of the output) rather than the lines. The slice is reused after the
@@ -301,7 +307,7 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 	var abortOnce sync.Once
 	var lines *lineSplitter
 	if spec.OnStdoutLine != nil && spec.Stdout == nil {
-		lines = &lineSplitter{max: spec.MaxLine, emit: spec.OnStdoutLine,
+		lines = &lineSplitter{max: spec.MaxLine, emit: spec.OnStdoutLine, starts: spec.LineStarts,
 			abort: func() { abortOnce.Do(func() { close(aborted) }) }}
 	}
 	var readers sync.WaitGroup
