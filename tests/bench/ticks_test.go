@@ -28,8 +28,8 @@ var tickEnv = []string{
 var noopAgent = []string{"wc", "-c"}
 
 const (
-	tickRounds     = 5 // runs of 200 ticks, and of the loop
-	longTickRounds = 3 // runs of 1,000 ticks
+	tickRounds     = 7 // runs of 200 ticks, and of the loop
+	longTickRounds = 5 // runs of 1,000 ticks
 	maxTicksExit   = 125
 )
 
