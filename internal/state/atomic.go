@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // WriteAtomic replaces path with data so that a reader sees either the old
@@ -111,8 +112,10 @@ func WriteAtomicFiles(dir string, files []File) error {
 	return syncDir(dir)
 }
 
+// syncDir syncs directory dir. O_DIRECTORY: whatever else was put in its
+// place (a FIFO would block the open for good) is an error at once.
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
+	d, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return fmt.Errorf("open directory %s to sync it: %w", dir, err)
 	}

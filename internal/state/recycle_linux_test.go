@@ -2,15 +2,19 @@ package state
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
@@ -34,27 +38,27 @@ func lockedRun(t *testing.T) (*Store, *State) {
 
 // From the second save on, the state.json replaced is kept as the spare
 // and the next save is written into it: two inodes take turns, each save
-// still leaving a whole state.json, and the spare is the state before.
+// still leaving a whole state.json, and the spare is the one before.
 func TestSaveTakesTurnsWithTheSpare(t *testing.T) {
 	s, st := lockedRun(t)
 	path := s.StatePath(st.RunID)
 	spare := spareName(path)
-	seen := map[uint64]bool{}
+	var inodes []uint64
 	for tick := 1; tick <= 8; tick++ {
 		st.Tick = tick
 		require.NoError(t, s.Save(st))
-		seen[inodeOf(t, path)] = true
+		inodes = append(inodes, inodeOf(t, path))
 		got, err := LoadFile(path)
 		require.NoError(t, err)
 		assert.Equal(t, tick, got.Tick)
 		if tick >= 2 {
-			prev, err := LoadFile(spare)
-			require.NoError(t, err, "the spare holds the state before")
-			assert.Equal(t, tick-1, prev.Tick)
+			assert.Equal(t, inodes[tick-2], inodeOf(t, spare), "tick %d: the spare is the state.json before", tick)
+		}
+		if tick >= 3 {
+			assert.Equal(t, inodes[tick-3], inodes[tick-1], "tick %d: the save went into the spare", tick)
 		}
 	}
-	// The first two saves' files, and then only those two.
-	assert.Len(t, seen, 2, "state.json's inodes over eight saves")
+	assert.NotEqual(t, inodes[0], inodes[1])
 
 	temps, err := s.LeftoverTemps()
 	require.NoError(t, err)
@@ -139,8 +143,9 @@ func TestSaveNeverWritesThroughThePlantedSpare(t *testing.T) {
 	}
 }
 
-// A stopped run keeps no spare; a run that died while running leaves one,
-// which is a leftover once nobody holds the run.
+// A stopped run keeps no spare. A run that died while running leaves one,
+// whole, which is no interrupted write for doctor; status's sweep removes
+// it once it is old, and so does the next runr to take the run.
 func TestSpareGoesWithTheRun(t *testing.T) {
 	s, st := newRun(t)
 	l, err := s.Acquire(st.RunID)
@@ -154,13 +159,22 @@ func TestSpareGoesWithTheRun(t *testing.T) {
 	require.NoError(t, l.Release())
 	temps, err := s.LeftoverTemps()
 	require.NoError(t, err)
-	assert.Equal(t, []string{spare}, temps, "the spare of a run nobody holds")
+	assert.Empty(t, temps, "the spare of a run that died")
+	s.Sweep(time.Now())
+	require.FileExists(t, spare, "a fresh spare outlives the sweep")
+	s.Sweep(time.Now().Add(StaleAfter + time.Minute))
+	require.NoFileExists(t, spare, "an old one does not")
+	for tick := 4; tick <= 6; tick++ {
+		st.Tick = tick
+		require.NoError(t, s.Save(st))
+	}
+	require.FileExists(t, spare)
 
 	l, err = s.Acquire(st.RunID)
 	require.NoError(t, err)
 	defer l.Release()
 	assert.NoFileExists(t, spare, "taking the run removes what its last holder left")
-	st.Tick = 4
+	st.Tick = 7
 	require.NoError(t, s.Save(st))
 	st.RunStatus = stopreasons.RunStatus(stopreasons.Timeout)
 	st.StopReason = NewStopReason(stopreasons.Timeout, 0, "time is up")
@@ -219,4 +233,98 @@ func TestStateReaderSeesWholeFilesWhileSparesAreReused(t *testing.T) {
 	require.NoError(t, readErr, "a reader saw a partial file")
 	assert.Positive(t, reads)
 	assert.Less(t, len(seen), 200, "no save reused the spare")
+}
+
+// Pages of an old state that a reader handed on without keeping the file
+// open (spliced into a pipe) keep the state they held when the file is
+// used again as the spare.
+func TestSpliceOfAnOldStateStaysWhole(t *testing.T) {
+	s, st := lockedRun(t)
+	path := s.StatePath(st.RunID)
+	for tick := 1; tick <= 3; tick++ {
+		st.Tick = tick
+		require.NoError(t, s.Save(st))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var p [2]int
+	require.NoError(t, unix.Pipe2(p[:], unix.O_CLOEXEC))
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	_, err = unix.FcntlInt(uintptr(p[1]), unix.F_SETPIPE_SZ, 1<<20)
+	require.NoError(t, err)
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	n, err := unix.Splice(int(f.Fd()), nil, p[1], nil, len(want), 0)
+	require.NoError(t, err)
+	require.Equal(t, len(want), int(n))
+	require.NoError(t, f.Close())
+
+	st.LastErrorSignature = strings.Repeat("a later state ", 100)
+	for tick := 4; tick <= 9; tick++ {
+		st.Tick = tick
+		require.NoError(t, s.Save(st))
+	}
+	got := make([]byte, len(want))
+	_, err = io.ReadFull(os.NewFile(uintptr(p[0]), "pipe"), got)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(got), "the spliced pages changed under the reader")
+}
+
+// Nothing the agent does to the spare lasts: a mode it set is not carried
+// into state.json, and a directory in its place does not make every save
+// leave a file behind.
+func TestSpareKeepsNothingPlanted(t *testing.T) {
+	t.Run("mode", func(t *testing.T) {
+		s, st := lockedRun(t)
+		path := s.StatePath(st.RunID)
+		for tick := 1; tick <= 3; tick++ {
+			st.Tick = tick
+			require.NoError(t, s.Save(st))
+		}
+		require.NoError(t, os.Chmod(spareName(path), 0o666))
+		for tick := 4; tick <= 7; tick++ {
+			st.Tick = tick
+			require.NoError(t, s.Save(st))
+			fi, err := os.Stat(path)
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o644), fi.Mode().Perm(), "tick %d", tick)
+		}
+	})
+	t.Run("directory", func(t *testing.T) {
+		s, st := lockedRun(t)
+		path := s.StatePath(st.RunID)
+		for tick := 1; tick <= 3; tick++ {
+			st.Tick = tick
+			require.NoError(t, s.Save(st))
+		}
+		spare := spareName(path)
+		require.NoError(t, os.Remove(spare))
+		require.NoError(t, os.MkdirAll(filepath.Join(spare, "inside"), 0o755))
+		for tick := 4; tick <= 20; tick++ {
+			st.Tick = tick
+			require.NoError(t, s.Save(st))
+		}
+		got, err := LoadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, 20, got.Tick)
+		left, err := filepath.Glob(filepath.Join(filepath.Dir(path), tempPrefix+"*"))
+		require.NoError(t, err)
+		assert.Equal(t, []string{spare}, left, "only the planted directory")
+	})
+}
+
+// A FIFO where a directory to sync should be is an error at once, not an
+// open that never returns.
+func TestSyncDirRefusesAFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "run")
+	require.NoError(t, unix.Mkfifo(fifo, 0o644))
+	done := make(chan error, 1)
+	go func() { done <- syncDir(fifo) }()
+	select {
+	case err := <-done:
+		require.Error(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("syncDir still blocked on a FIFO after 10 s")
+	}
 }

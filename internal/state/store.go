@@ -686,8 +686,10 @@ func (s *Store) runFile(id, name string) (string, error) {
 
 // LeftoverTemps lists the temporary files that interrupted atomic writes
 // left in run directories and in active/. They are harmless, never read, and
-// safe to delete once no runr process writes to that run. The spare of a
-// live run (the run's lock is held) is in use, not left over.
+// safe to delete once no runr process writes to that run. A run's spare
+// state file (the state before the last save) is not one of them: a live
+// run uses it, and a run that died left it as it was, whole; the next
+// runr to take the run, or status's sweep, removes it.
 func (s *Store) LeftoverTemps() ([]string, error) {
 	ids, err := s.List()
 	if err != nil {
@@ -703,10 +705,8 @@ func (s *Store) LeftoverTemps() ([]string, error) {
 		if err != nil {
 			return nil, stopreasons.Wrap(stopreasons.InternalError, err, "look for temporary files in %s", d)
 		}
-		if i > 0 && slices.Contains(m, filepath.Join(d, spareFile)) {
-			if held, _, err := s.Locked(ids[i-1]); err == nil && held {
-				m = slices.DeleteFunc(m, func(p string) bool { return filepath.Base(p) == spareFile })
-			}
+		if i > 0 {
+			m = slices.DeleteFunc(m, func(p string) bool { return filepath.Base(p) == spareFile })
 		}
 		out = append(out, m...)
 	}
