@@ -48,10 +48,39 @@ func (m *Milestone) pristine() bool {
 }
 
 // encodeCache keeps, per run, the encodings of its milestones that will not
-// change again, and of those still as the task made them.
+// change again, and of those still as the task made them, and the buffer
+// of its last state.json once written (release), for the next save to
+// encode into: a save of a long run would otherwise make a buffer of the
+// whole file every time, for the collector to take back.
 type encodeCache struct {
 	mu   sync.Mutex
 	runs map[string][]milestoneCache
+	bufs map[string][]byte
+}
+
+// release hands data, the result of encode for run id, back to c once it
+// is written and nothing holds it.
+func (c *encodeCache) release(id string, data []byte) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bufs == nil {
+		c.bufs = map[string][]byte{}
+	}
+	c.bufs[id] = data[:0]
+}
+
+// forget drops what c keeps of run id.
+func (c *encodeCache) forget(id string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.runs, id)
+	delete(c.bufs, id)
 }
 
 // encode writes st as state.json: indented, the milestones last. The
@@ -62,6 +91,7 @@ type encodeCache struct {
 // copied, not encoded again.
 func (c *encodeCache) encode(st *State) ([]byte, error) {
 	var encoded []milestoneCache
+	var buf []byte
 	if c != nil {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -70,6 +100,10 @@ func (c *encodeCache) encode(st *State) ([]byte, error) {
 		}
 		encoded = c.runs[st.RunID]
 		defer func() { c.runs[st.RunID] = encoded }()
+		// Taken, not shared: a save that runs meanwhile (the spend watch's
+		// timer) encodes into a buffer of its own.
+		buf = c.bufs[st.RunID]
+		delete(c.bufs, st.RunID)
 	}
 	head, err := json.MarshalIndent(stateHead{State: st}, "", "  ")
 	if err != nil {
@@ -77,7 +111,7 @@ func (c *encodeCache) encode(st *State) ([]byte, error) {
 	}
 	head = bytes.TrimSuffix(bytes.TrimRight(head, "\n"), []byte("}"))
 	head = bytes.TrimRight(head, " \n")
-	var b bytes.Buffer
+	b := bytes.NewBuffer(buf)
 	b.Grow(len(head) + 64 + milestoneBytes(encoded, len(st.Milestones)))
 	b.Write(head)
 	b.WriteString(",\n  \"milestones\": [")

@@ -507,11 +507,14 @@ func (s *Store) save(st *State) error {
 		return stopreasons.Wrap(stopreasons.InternalError, err, "encode state of run %s", st.RunID)
 	}
 	path := s.StatePath(st.RunID)
-	if err := writeState(path, data); err != nil {
+	err = writeState(path, data)
+	s.enc.release(st.RunID, data)
+	if err != nil {
 		return wrapIO(err, "save %s", path)
 	}
 	if st.RunStatus != stopreasons.RunRunning {
 		dropSpare(path)
+		s.enc.forget(st.RunID)
 	}
 	return nil
 }

@@ -27,7 +27,7 @@ type sink struct {
 }
 
 func newSink(logPath string, tailBytes int) (*sink, error) {
-	s := &sink{logPath: logPath, ring: ring{buf: make([]byte, tailBytes)}, base: time.Now()}
+	s := &sink{logPath: logPath, ring: ring{size: tailBytes}, base: time.Now()}
 	if logPath != "" {
 		// O_NOFOLLOW: a symlink planted at the log path is refused, not written through.
 		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o644)
@@ -97,31 +97,41 @@ func (s *sink) close() error {
 	return nil
 }
 
-// ring keeps the last len(buf) bytes written to it.
+// ring keeps the last size bytes written to it. Its buffer grows with what
+// is written until it holds size bytes, and then wraps: a process that
+// prints a line costs a line.
 type ring struct {
-	buf   []byte
-	w     int // next write position
+	size  int
+	buf   []byte // the bytes in order while len(buf) < size; then the ring
+	w     int    // once full, the next write position
 	total int64
 }
 
 func (r *ring) write(p []byte) {
-	size := len(r.buf)
 	r.total += int64(len(p))
-	if len(p) >= size {
-		copy(r.buf, p[len(p)-size:])
+	if room := r.size - len(r.buf); room > 0 {
+		if len(p) <= room {
+			r.buf = append(r.buf, p...)
+			return
+		}
+		r.buf = append(r.buf, p[:room]...)
+		p = p[room:]
+	}
+	if len(p) >= r.size {
+		copy(r.buf, p[len(p)-r.size:])
 		r.w = 0
 		return
 	}
 	n := copy(r.buf[r.w:], p)
 	copy(r.buf, p[n:])
-	r.w = (r.w + len(p)) % size
+	r.w = (r.w + len(p)) % r.size
 }
 
 func (r *ring) bytes() []byte {
-	if r.total < int64(len(r.buf)) {
-		return bytes.Clone(r.buf[:r.w])
+	if len(r.buf) < r.size {
+		return bytes.Clone(r.buf)
 	}
-	out := make([]byte, 0, len(r.buf))
+	out := make([]byte, 0, r.size)
 	out = append(out, r.buf[r.w:]...)
 	return append(out, r.buf[:r.w]...)
 }
@@ -193,29 +203,50 @@ func (l *lineSplitter) send(line []byte) {
 
 // Read sizes: large reads from the stdout pipe (grown to pipeSize) keep the
 // system calls and wake-ups per byte low; stderr, read apart only when stdout
-// is, carries messages.
+// is, carries messages. A read buffer starts at firstRead and doubles each
+// time a read fills it, up to its most: most processes of a tick print a
+// line or nothing, and a buffer a megabyte large for each of them would be
+// garbage at every tick.
 const (
+	firstRead     = 4 << 10
 	readBuf       = 1 << 20
 	stderrReadBuf = 32 << 10
 )
 
-// readBufs holds stdout read buffers between processes: a tick starts several
-// (agent, verify, git), and each would otherwise allocate its own.
-var readBufs = sync.Pool{New: func() any { return new([readBuf]byte) }}
+// readBuffer is a read buffer that grows up to max.
+type readBuffer struct {
+	buf []byte
+	max int
+}
+
+func newReadBuffer(max int) *readBuffer {
+	return &readBuffer{buf: make([]byte, min(firstRead, max)), max: max}
+}
+
+// read reads from r into the buffer; a read that filled it makes the next
+// one larger. The bytes read stay valid until the next read.
+func (b *readBuffer) read(r io.Reader) ([]byte, error) {
+	n, err := r.Read(b.buf)
+	p := b.buf[:n]
+	if n == len(b.buf) && n < b.max {
+		b.buf = make([]byte, min(2*n, b.max))
+	}
+	return p, err
+}
 
 // pump copies r into out until EOF or a read error (the pipe closed under
 // it), reading into buf and handing each chunk and its lines over when
 // given.
-func pump(r io.Reader, buf []byte, out *sink, chunk func([]byte), lines *lineSplitter) {
+func pump(r io.Reader, buf *readBuffer, out *sink, chunk func([]byte), lines *lineSplitter) {
 	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			out.write(buf[:n])
+		p, err := buf.read(r)
+		if len(p) > 0 {
+			out.write(p)
 			if chunk != nil {
-				chunk(buf[:n])
+				chunk(p)
 			}
 			if lines != nil {
-				lines.feed(buf[:n])
+				lines.feed(p)
 			}
 		}
 		if err != nil {
@@ -229,14 +260,14 @@ func pump(r io.Reader, buf []byte, out *sink, chunk func([]byte), lines *lineSpl
 
 // pumpTo copies r into w until EOF or a read error. After w fails the rest
 // is read and dropped: a child must never block on a full pipe.
-func pumpTo(r io.Reader, buf []byte, w io.Writer, out *sink) {
+func pumpTo(r io.Reader, buf *readBuffer, w io.Writer, out *sink) {
 	var werr error
 	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			out.touch(n)
+		p, err := buf.read(r)
+		if len(p) > 0 {
+			out.touch(len(p))
 			if werr == nil {
-				_, werr = w.Write(buf[:n])
+				_, werr = w.Write(p)
 			}
 		}
 		if err != nil {

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,16 +30,65 @@ func TestRing(t *testing.T) {
 		{"one large write", 4, []string{"a", "0123456789"}, "6789"},
 		{"large then small", 4, []string{"0123456789", "x"}, "789x"},
 		{"many small", 3, strings.Split("abcdefg", ""), "efg"},
+		{"fills, then wraps", 4, []string{"ab", "cd", "e"}, "bcde"},
+		{"fills past the end", 4, []string{"ab", "cdefgh"}, "efgh"},
+		{"fills just past the end", 4, []string{"abc", "de", "f"}, "cdef"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := ring{buf: make([]byte, tt.size)}
+			r := ring{size: tt.size}
 			for _, w := range tt.writes {
 				r.write([]byte(w))
 			}
 			assert.Equal(t, tt.want, string(r.bytes()))
+			assert.LessOrEqual(t, len(r.buf), tt.size, "the buffer stays within size")
 		})
 	}
+}
+
+// The ring holds the last size bytes of whatever was written, in writes of
+// any sizes, and its buffer is only as large as what it holds.
+func TestRingKeepsTheLastBytes(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rnd := rand.New(rand.NewPCG(uint64(seed), 0))
+	for range 200 {
+		size := 1 + rnd.IntN(64)
+		r := ring{size: size}
+		var all []byte
+		for range rnd.IntN(20) {
+			w := make([]byte, rnd.IntN(3*size))
+			for i := range w {
+				w[i] = byte('a' + rnd.IntN(26))
+			}
+			r.write(w)
+			all = append(all, w...)
+			want := all[max(0, len(all)-size):]
+			require.Equal(t, string(want), string(r.bytes()), "size %d after %d bytes", size, len(all))
+			require.LessOrEqual(t, len(r.buf), size)
+		}
+	}
+}
+
+// A read buffer starts small and doubles when a read fills it, up to its
+// most; a process that prints little never grows it.
+func TestReadBufferGrows(t *testing.T) {
+	b := newReadBuffer(readBuf)
+	_, err := b.read(strings.NewReader("one line\n"))
+	require.NoError(t, err)
+	assert.Equal(t, firstRead, len(b.buf))
+
+	flood := bytes.NewReader(make([]byte, 8<<20))
+	var got int
+	for {
+		p, err := b.read(flood)
+		got += len(p)
+		if err != nil {
+			break
+		}
+	}
+	assert.Equal(t, 8<<20, got)
+	assert.Equal(t, readBuf, len(b.buf), "grown to the most, no further")
 }
 
 func TestLineSplitter(t *testing.T) {

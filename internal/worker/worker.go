@@ -314,17 +314,16 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 	readers.Add(1)
 	go func() {
 		defer readers.Done()
-		buf := readBufs.Get().(*[readBuf]byte)
-		defer readBufs.Put(buf)
+		buf := newReadBuffer(readBuf)
 		if spec.Stdout != nil {
-			pumpTo(stdoutR, buf[:], spec.Stdout, out)
+			pumpTo(stdoutR, buf, spec.Stdout, out)
 		} else {
-			pump(stdoutR, buf[:], out, spec.OnStdout, lines)
+			pump(stdoutR, buf, out, spec.OnStdout, lines)
 		}
 	}()
 	if stderrR != nil {
 		readers.Add(1)
-		go func() { defer readers.Done(); pump(stderrR, make([]byte, stderrReadBuf), out, nil, nil) }()
+		go func() { defer readers.Done(); pump(stderrR, newReadBuffer(stderrReadBuf), out, nil, nil) }()
 	}
 	readersDone := make(chan struct{})
 	go func() { readers.Wait(); close(readersDone) }()
