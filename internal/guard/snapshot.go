@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -463,7 +462,11 @@ func metaFiles(common, own string) (map[string]string, error) {
 			if d.IsDir() {
 				return nil
 			}
-			h, err := cachedMetaHash(p)
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			h, err := metaHash(p, info)
 			if err != nil {
 				return err
 			}
@@ -475,49 +478,6 @@ func metaFiles(common, own string) (map[string]string, error) {
 		}
 	}
 	return files, nil
-}
-
-// metaHashes keeps metaHash of each file it was asked for, with the file's
-// stat data: after every agent call the same hooks and config are looked
-// at, and a file whose stat data did not change since it was read (and
-// had not changed within racyWindow before) holds what it held. Any write,
-// chmod or replacement moves its ctime, which no one but the clock sets.
-var metaHashes = struct {
-	sync.Mutex
-	files map[string]cachedHash
-}{files: map[string]cachedHash{}}
-
-// cachedMetaHash is metaHash of the file at p, read again only when its
-// stat data changed.
-func cachedMetaHash(p string) (string, error) {
-	var st unix.Stat_t
-	if err := unix.Lstat(p, &st); err != nil {
-		return "", &fs.PathError{Op: "lstat", Path: p, Err: err}
-	}
-	fst := statState(&st)
-	metaHashes.Lock()
-	was, ok := metaHashes.files[p]
-	metaHashes.Unlock()
-	if ok && sameStat(was.state, fst) {
-		limit := was.hashedAt - racyWindow.Nanoseconds()
-		if fst.Mtime < limit && fst.Ctime < limit {
-			return was.state.Hash, nil
-		}
-	}
-	now := time.Now().UnixNano()
-	info, err := os.Lstat(p)
-	if err != nil {
-		return "", err
-	}
-	h, err := metaHash(p, info)
-	if err != nil {
-		return "", err
-	}
-	fst.Hash = h
-	metaHashes.Lock()
-	metaHashes.files[p] = cachedHash{state: fst, hashedAt: now}
-	metaHashes.Unlock()
-	return h, nil
 }
 
 // metaHash identifies a file of git's own by its kind, mode and content.

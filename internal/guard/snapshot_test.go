@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 )
 
 func TestAnchorPattern(t *testing.T) {
@@ -171,47 +170,4 @@ var hidingCases = []struct {
 		require.NoError(t, os.WriteFile(p, []byte("package b\n"), 0o644))
 		require.NoError(t, os.Chtimes(p, info.ModTime(), info.ModTime()))
 	}, []string{"src/a.go"}},
-}
-
-// A hook whose hash is kept is read again once anything about it changed,
-// even when it was rewritten to the same size with its mtime put back: its
-// ctime moved, and no one but the clock sets that.
-func TestCachedMetaHashRereadsAChangedHook(t *testing.T) {
-	t.Parallel()
-	p := filepath.Join(t.TempDir(), "pre-commit")
-	require.NoError(t, os.WriteFile(p, []byte("#!/bin/sh\necho a\n"), 0o755))
-	var st unix.Stat_t
-	require.NoError(t, unix.Lstat(p, &st))
-	// Hashed when the file is older than the racy window, as a hook of a
-	// checkout is: its stat data is trusted from then on.
-	for time.Now().UnixNano() <= st.Ctim.Nano()+racyWindow.Nanoseconds() {
-		time.Sleep(50 * time.Millisecond)
-	}
-	first, err := cachedMetaHash(p)
-	require.NoError(t, err)
-	info, err := os.Lstat(p)
-	require.NoError(t, err)
-	want, err := metaHash(p, info)
-	require.NoError(t, err)
-	require.Equal(t, want, first)
-
-	metaHashes.Lock()
-	e := metaHashes.files[p]
-	e.state.Hash = "kept"
-	metaHashes.files[p] = e
-	metaHashes.Unlock()
-	got, err := cachedMetaHash(p)
-	require.NoError(t, err)
-	assert.Equal(t, "kept", got, "an unchanged hook is not read again")
-
-	require.NoError(t, os.WriteFile(p, []byte("#!/bin/sh\necho b\n"), 0o755))
-	require.NoError(t, os.Chtimes(p, info.ModTime(), info.ModTime()))
-	got, err = cachedMetaHash(p)
-	require.NoError(t, err)
-	info, err = os.Lstat(p)
-	require.NoError(t, err)
-	want, err = metaHash(p, info)
-	require.NoError(t, err)
-	assert.Equal(t, want, got)
-	assert.NotEqual(t, first, got, "the rewritten hook reads as changed")
 }
