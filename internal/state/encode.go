@@ -124,12 +124,20 @@ func (c *encodeCache) encode(st *State) ([]byte, error) {
 			b.WriteByte(',')
 		}
 		b.WriteString("\n    ")
-		frozen := (i < st.MilestoneIndex && m.settled()) || m.pristine()
+		frozen := i != st.MilestoneIndex && ((i < st.MilestoneIndex && m.settled()) || m.pristine())
 		if frozen && i < len(encoded) && encoded[i].data != nil && encoded[i].key == keyOf(m) {
 			b.Write(encoded[i].data)
 			continue
 		}
-		data, err := json.MarshalIndent(m, "    ", "  ")
+		// The current milestone is laid out for people to read; every
+		// other one takes a line, so that what a long run has settled
+		// weighs on each save no more than it must.
+		var data []byte
+		if i == st.MilestoneIndex {
+			data, err = json.MarshalIndent(m, "    ", "  ")
+		} else {
+			data, err = json.Marshal(m)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -52,8 +52,9 @@ type spareSlot struct {
 	mu         sync.Mutex
 	cur, spare fileID // the inodes at state.json and at the spare's name; zero: not known
 	empty      bool   // the spare was emptied since it was swapped out
-	plain      bool   // no spare on this file system: replace as WriteAtomic
-	checked    bool   // the file system was looked at
+	emptying   sync.WaitGroup
+	plain      bool // no spare on this file system: replace as WriteAtomic
+	checked    bool // the file system was looked at
 }
 
 var spares = struct {
@@ -102,11 +103,15 @@ func writeState(path string, data []byte) error {
 		return err
 	}
 	s.cur, s.spare, s.empty = cur, spare, false
-	if spare != (fileID{}) {
-		go s.emptySpare(path, spare)
+	if spare != (fileID{}) && emptyAfterSave {
+		s.emptying.Go(func() { s.emptySpare(path, spare) })
 	}
 	return nil
 }
+
+// emptyAfterSave says whether a new spare is emptied right after its save;
+// otherwise the save that writes it next empties it first.
+var emptyAfterSave = true
 
 // emptySpare empties the spare of the state.json at path, if it is still
 // the inode want and may be written; one that may not is given up.

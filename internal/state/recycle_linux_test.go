@@ -237,8 +237,18 @@ func TestStateReaderSeesWholeFilesWhileSparesAreReused(t *testing.T) {
 
 // Pages of an old state that a reader handed on without keeping the file
 // open (spliced into a pipe) keep the state they held when the file is
-// used again as the spare.
+// used again as the spare: whether it was emptied right after its save
+// or by the save that writes it next.
 func TestSpliceOfAnOldStateStaysWhole(t *testing.T) {
+	t.Run("emptied after its save", func(t *testing.T) { spliceStaysWhole(t, true) })
+	t.Run("emptied before it is written", func(t *testing.T) {
+		emptyAfterSave = false
+		defer func() { emptyAfterSave = true }()
+		spliceStaysWhole(t, false)
+	})
+}
+
+func spliceStaysWhole(t *testing.T, wait bool) {
 	s, st := lockedRun(t)
 	path := s.StatePath(st.RunID)
 	for tick := 1; tick <= 3; tick++ {
@@ -247,15 +257,15 @@ func TestSpliceOfAnOldStateStaysWhole(t *testing.T) {
 	}
 	want, err := os.ReadFile(path)
 	require.NoError(t, err)
-	var p [2]int
-	require.NoError(t, unix.Pipe2(p[:], unix.O_CLOEXEC))
-	defer unix.Close(p[0])
-	defer unix.Close(p[1])
-	_, err = unix.FcntlInt(uintptr(p[1]), unix.F_SETPIPE_SZ, 1<<20)
+	pr, pw, err := os.Pipe()
+	require.NoError(t, err)
+	defer pr.Close()
+	defer pw.Close()
+	_, err = unix.FcntlInt(pw.Fd(), unix.F_SETPIPE_SZ, 1<<20)
 	require.NoError(t, err)
 	f, err := os.Open(path)
 	require.NoError(t, err)
-	n, err := unix.Splice(int(f.Fd()), nil, p[1], nil, len(want), 0)
+	n, err := unix.Splice(int(f.Fd()), nil, int(pw.Fd()), nil, len(want), 0)
 	require.NoError(t, err)
 	require.Equal(t, len(want), int(n))
 	require.NoError(t, f.Close())
@@ -264,9 +274,12 @@ func TestSpliceOfAnOldStateStaysWhole(t *testing.T) {
 	for tick := 4; tick <= 9; tick++ {
 		st.Tick = tick
 		require.NoError(t, s.Save(st))
+		if wait {
+			slotOf(path).emptying.Wait()
+		}
 	}
 	got := make([]byte, len(want))
-	_, err = io.ReadFull(os.NewFile(uintptr(p[0]), "pipe"), got)
+	_, err = io.ReadFull(pr, got)
 	require.NoError(t, err)
 	assert.Equal(t, string(want), string(got), "the spliced pages changed under the reader")
 }
