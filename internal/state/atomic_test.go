@@ -38,17 +38,21 @@ func TestWriteAtomic(t *testing.T) {
 // or an empty file.
 func TestWriteAtomicReaderSeesWholeFiles(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
-	a := bytes.Repeat([]byte("a"), 256<<10)
-	b := bytes.Repeat([]byte("b"), 128<<10)
-	require.NoError(t, WriteAtomic(path, a))
+	raceReader(t, path, bytes.Repeat([]byte("a"), 256<<10), bytes.Repeat([]byte("b"), 128<<10), 100,
+		func(data []byte) error { return WriteAtomic(path, data) })
+}
 
+// raceReader writes a to path, then writes b and a in turn, rounds times in
+// all, with write, while another goroutine reads path over and over; each
+// read must be a whole a or a whole b.
+func raceReader(t *testing.T, path string, a, b []byte, rounds int, write func([]byte) error) {
+	t.Helper()
+	require.NoError(t, WriteAtomic(path, a))
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
 	var readErr error
 	reads := 0
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		for {
 			select {
 			case <-done:
@@ -66,13 +70,13 @@ func TestWriteAtomicReaderSeesWholeFiles(t *testing.T) {
 			}
 			reads++
 		}
-	}()
-	for i := range 100 {
+	})
+	for i := range rounds {
 		next := a
 		if i%2 == 0 {
 			next = b
 		}
-		require.NoError(t, WriteAtomic(path, next))
+		require.NoError(t, write(next))
 	}
 	close(done)
 	wg.Wait()

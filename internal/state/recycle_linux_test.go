@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +23,15 @@ func inodeOf(t *testing.T, path string) uint64 {
 	fi, err := os.Lstat(path)
 	require.NoError(t, err)
 	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+// saveTicks saves st once for each tick from first to last.
+func saveTicks(t *testing.T, s *Store, st *State, first, last int) {
+	t.Helper()
+	for tick := first; tick <= last; tick++ {
+		st.Tick = tick
+		require.NoError(t, s.Save(st))
+	}
 }
 
 // lockedRun is a run whose lock the test holds, as a running runr does.
@@ -71,10 +79,7 @@ func TestSaveTakesTurnsWithTheSpare(t *testing.T) {
 func TestSaveLeavesAnOpenStateAlone(t *testing.T) {
 	s, st := lockedRun(t)
 	path := s.StatePath(st.RunID)
-	for tick := 1; tick <= 3; tick++ {
-		st.Tick = tick
-		require.NoError(t, s.Save(st))
-	}
+	saveTicks(t, s, st, 1, 3)
 	held, err := os.Open(path)
 	require.NoError(t, err)
 	defer held.Close()
@@ -107,10 +112,7 @@ func TestSaveNeverWritesThroughThePlantedSpare(t *testing.T) {
 		t.Run(plant, func(t *testing.T) {
 			s, st := lockedRun(t)
 			path := s.StatePath(st.RunID)
-			for tick := 1; tick <= 3; tick++ {
-				st.Tick = tick
-				require.NoError(t, s.Save(st))
-			}
+			saveTicks(t, s, st, 1, 3)
 			spare := spareName(path)
 			outside := filepath.Join(t.TempDir(), "bashrc")
 			require.NoError(t, os.WriteFile(outside, []byte("export PATH=/usr/bin\n"), 0o644))
@@ -150,10 +152,7 @@ func TestSpareGoesWithTheRun(t *testing.T) {
 	s, st := newRun(t)
 	l, err := s.Acquire(st.RunID)
 	require.NoError(t, err)
-	for tick := 1; tick <= 3; tick++ {
-		st.Tick = tick
-		require.NoError(t, s.Save(st))
-	}
+	saveTicks(t, s, st, 1, 3)
 	spare := spareName(s.StatePath(st.RunID))
 	require.FileExists(t, spare)
 	require.NoError(t, l.Release())
@@ -164,10 +163,7 @@ func TestSpareGoesWithTheRun(t *testing.T) {
 	require.FileExists(t, spare, "a fresh spare outlives the sweep")
 	s.Sweep(time.Now().Add(StaleAfter + time.Minute))
 	require.NoFileExists(t, spare, "an old one does not")
-	for tick := 4; tick <= 6; tick++ {
-		st.Tick = tick
-		require.NoError(t, s.Save(st))
-	}
+	saveTicks(t, s, st, 4, 6)
 	require.FileExists(t, spare)
 
 	l, err = s.Acquire(st.RunID)
@@ -190,48 +186,13 @@ func TestSpareGoesWithTheRun(t *testing.T) {
 // saves reuse the spare all the same.
 func TestStateReaderSeesWholeFilesWhileSparesAreReused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
-	a := bytes.Repeat([]byte("a"), 256<<10)
-	b := bytes.Repeat([]byte("b"), 12<<10)
-	require.NoError(t, WriteAtomic(path, a))
-
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	var readErr error
-	reads := 0
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			data, err := os.ReadFile(path)
-			if err != nil {
-				readErr = err
-				return
-			}
-			if !bytes.Equal(data, a) && !bytes.Equal(data, b) {
-				readErr = assert.AnError
-				return
-			}
-			reads++
-		}
-	}()
 	seen := map[uint64]int{}
-	for i := range 200 {
-		next := a
-		if i%2 == 0 {
-			next = b
-		}
-		require.NoError(t, writeState(path, next))
-		seen[inodeOf(t, path)]++
-	}
-	close(done)
-	wg.Wait()
-	require.NoError(t, readErr, "a reader saw a partial file")
-	assert.Positive(t, reads)
+	raceReader(t, path, bytes.Repeat([]byte("a"), 256<<10), bytes.Repeat([]byte("b"), 12<<10), 200,
+		func(data []byte) error {
+			err := writeState(path, data)
+			seen[inodeOf(t, path)]++
+			return err
+		})
 	assert.Less(t, len(seen), 200, "no save reused the spare")
 }
 
@@ -251,10 +212,7 @@ func TestSpliceOfAnOldStateStaysWhole(t *testing.T) {
 func spliceStaysWhole(t *testing.T, wait bool) {
 	s, st := lockedRun(t)
 	path := s.StatePath(st.RunID)
-	for tick := 1; tick <= 3; tick++ {
-		st.Tick = tick
-		require.NoError(t, s.Save(st))
-	}
+	saveTicks(t, s, st, 1, 3)
 	want, err := os.ReadFile(path)
 	require.NoError(t, err)
 	pr, pw, err := os.Pipe()
@@ -291,10 +249,7 @@ func TestSpareKeepsNothingPlanted(t *testing.T) {
 	t.Run("mode", func(t *testing.T) {
 		s, st := lockedRun(t)
 		path := s.StatePath(st.RunID)
-		for tick := 1; tick <= 3; tick++ {
-			st.Tick = tick
-			require.NoError(t, s.Save(st))
-		}
+		saveTicks(t, s, st, 1, 3)
 		require.NoError(t, os.Chmod(spareName(path), 0o666))
 		for tick := 4; tick <= 7; tick++ {
 			st.Tick = tick
@@ -307,17 +262,11 @@ func TestSpareKeepsNothingPlanted(t *testing.T) {
 	t.Run("directory", func(t *testing.T) {
 		s, st := lockedRun(t)
 		path := s.StatePath(st.RunID)
-		for tick := 1; tick <= 3; tick++ {
-			st.Tick = tick
-			require.NoError(t, s.Save(st))
-		}
+		saveTicks(t, s, st, 1, 3)
 		spare := spareName(path)
 		require.NoError(t, os.Remove(spare))
 		require.NoError(t, os.MkdirAll(filepath.Join(spare, "inside"), 0o755))
-		for tick := 4; tick <= 20; tick++ {
-			st.Tick = tick
-			require.NoError(t, s.Save(st))
-		}
+		saveTicks(t, s, st, 4, 20)
 		got, err := LoadFile(path)
 		require.NoError(t, err)
 		assert.Equal(t, 20, got.Tick)
