@@ -83,7 +83,8 @@ func (c *encodeCache) forget(id string) {
 	delete(c.bufs, id)
 }
 
-// encode writes st as state.json: indented, the milestones last. The
+// encode writes st as state.json: indented, the milestones last, each on
+// a line of its own but the current one. The
 // milestones before the current one that are settled are encoded once and
 // kept in c, and so are the ones no attempt has touched yet, so a save
 // costs the same at the thousandth milestone as at the first, and the same
