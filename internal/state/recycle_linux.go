@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -232,36 +233,18 @@ func (s *spareSlot) refill(path string, data []byte) (cur, spare fileID, ok bool
 // then at state.json and at the spare's name.
 func (s *spareSlot) replace(path string, data []byte) (cur, spare fileID, err error) {
 	dir, base := filepath.Split(path)
-	f, err := os.CreateTemp(dir, tempPrefix+base+"-")
+	tmp, fi, err := writeTemp(dir, base, data)
 	if err != nil {
-		return cur, spare, fmt.Errorf("create temporary file for %s: %w", path, err)
+		return cur, spare, fmt.Errorf("%w (for %s)", err, path)
 	}
-	tmp := f.Name()
 	placed := false
 	defer func() {
 		if !placed {
-			f.Close()
 			os.Remove(tmp)
 		}
 	}()
-	if _, err := f.Write(data); err != nil {
-		return cur, spare, fmt.Errorf("write %s: %w", tmp, err)
-	}
-	// CreateTemp makes the file 0600; store files are ordinary files.
-	if err := f.Chmod(0o644); err != nil {
-		return cur, spare, fmt.Errorf("chmod %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		return cur, spare, fmt.Errorf("sync %s: %w", tmp, err)
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return cur, spare, fmt.Errorf("stat %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return cur, spare, fmt.Errorf("close %s: %w", tmp, err)
-	}
-	cur = idOf(&st)
+	st := fi.Sys().(*syscall.Stat_t)
+	cur = fileID{dev: uint64(st.Dev), ino: st.Ino}
 	var old unix.Stat_t
 	if unix.Lstat(path, &old) == nil && old.Mode&unix.S_IFMT == unix.S_IFREG {
 		xerr := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, path, unix.RENAME_EXCHANGE)
