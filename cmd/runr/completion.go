@@ -11,6 +11,7 @@ import (
 	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/termtext"
 )
 
 // shells are the shells `runr completion` writes a script for.
@@ -104,7 +105,7 @@ func describeRun(store *state.Store, id string) string {
 	if st.StopReason != nil && st.StopReason.Code != stopreasons.Complete {
 		desc += " · " + string(st.StopReason.Code)
 	}
-	return stopreasons.VisibleLine(desc)
+	return termtext.VisibleLine(desc)
 }
 
 // completeReasons completes `runr reasons`: every code, then every exit code.

@@ -12,6 +12,7 @@ import (
 	"github.com/runr-dev/runr/internal/doctor"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/termtext"
 )
 
 // DoctorOptions are the parsed arguments of `runr doctor`.
@@ -134,7 +135,7 @@ func doctorEnv(opts *DoctorOptions) error {
 			}
 			// A detail may quote a program's output (its version line);
 			// one that is a path is named as every message names one.
-			detail := stopreasons.Visible(c.Detail)
+			detail := termtext.Visible(c.Detail)
 			if filepath.IsAbs(c.Detail) {
 				detail = shownPath(c.Detail)
 			}

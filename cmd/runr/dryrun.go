@@ -16,6 +16,7 @@ import (
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/supervisor"
+	"github.com/runr-dev/runr/internal/termtext"
 )
 
 // dryRun makes the checks a run makes before its first tick and prints the
@@ -123,7 +124,7 @@ func printDryRun(ios *IOStreams, plan *supervisor.Plan, cfg *config.Config, flag
 		if !c.OK {
 			mark = p.Red("FAIL")
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", mark, c.Name, stopreasons.VisibleLine(c.Detail))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", mark, c.Name, termtext.VisibleLine(c.Detail))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -144,11 +145,11 @@ func printDryRun(ios *IOStreams, plan *supervisor.Plan, cfg *config.Config, flag
 		row("task", "--prompt text: %s", plural(len(plan.Milestones), "milestone"))
 	}
 	for i, g := range plan.Milestones {
-		fmt.Fprintf(w, "  %-11s %d. %s\n", "", i+1, stopreasons.VisibleLine(g))
+		fmt.Fprintf(w, "  %-11s %d. %s\n", "", i+1, termtext.VisibleLine(g))
 	}
 	row("agent", "%s", agentLine(plan.Agent, cfg))
 	if plan.Switched != "" {
-		row("", "%s", stopreasons.VisibleLine(plan.Switched))
+		row("", "%s", termtext.VisibleLine(plan.Switched))
 	}
 	for i, f := range plan.Fallback {
 		key := ""
@@ -164,7 +165,7 @@ func printDryRun(ios *IOStreams, plan *supervisor.Plan, cfg *config.Config, flag
 		} else if f.Path != "" {
 			line += " · " + shownPath(f.Path)
 		}
-		row(key, "%d. %s", i+1, stopreasons.VisibleLine(line))
+		row(key, "%d. %s", i+1, termtext.VisibleLine(line))
 	}
 	if flags.Worktree {
 		row("work in", "a new worktree %s on branch runr/<run id>", shownPath(plan.Dir))
@@ -182,12 +183,12 @@ func printDryRun(ios *IOStreams, plan *supervisor.Plan, cfg *config.Config, flag
 		if i == 0 {
 			key = "verify"
 		}
-		row(key, "%s (timeout %s)", stopreasons.VisibleLine(c), config.FormatDuration(cfg.Verify.Timeout))
+		row(key, "%s (timeout %s)", termtext.VisibleLine(c), config.FormatDuration(cfg.Verify.Timeout))
 	}
 	if len(cfg.Review.Command) == 0 {
 		row("review", "none")
 	} else {
-		row("review", "%s (exit 0 approves, 1 requests changes, 2 rejects)", stopreasons.VisibleLine(strings.Join(cfg.Review.Command, " ")))
+		row("review", "%s (exit 0 approves, 1 requests changes, 2 rejects)", termtext.VisibleLine(strings.Join(cfg.Review.Command, " ")))
 	}
 	switch {
 	case flags.Worktree:
@@ -214,7 +215,7 @@ func printDryRun(ios *IOStreams, plan *supervisor.Plan, cfg *config.Config, flag
 			row("", "the agent may write: %s", stopreasons.ShowPaths(sb.Writable))
 		}
 		for _, w := range sb.Warnings {
-			row("", "%s", stopreasons.VisibleLine(w))
+			row("", "%s", termtext.VisibleLine(w))
 		}
 	}
 	b := cfg.Budget
@@ -259,7 +260,7 @@ func printDryRun(ios *IOStreams, plan *supervisor.Plan, cfg *config.Config, flag
 	}
 	code := plan.Stop.Code
 	fmt.Fprintf(w, "%s\n  %s\n", p.Red(fmt.Sprintf("The run would stop before its first tick: %s (exit %d)", code, stopreasons.ExitCode(code))),
-		stopreasons.Visible(plan.Stop.Message))
+		termtext.Visible(plan.Stop.Message))
 	if d := plan.Stop.Details; d != nil && len(d.Files) > 0 {
 		fmt.Fprintf(w, "  files: %s\n", stopreasons.ShowPaths(d.Files))
 	}
@@ -281,7 +282,7 @@ func printConditions(w io.Writer, cfg *config.Config) {
 			if first {
 				key, first = "conditions", false
 			}
-			fmt.Fprintf(w, "  %-11s stop.%s[%d] %s\n", key, list, i, stopreasons.VisibleLine(string(b)))
+			fmt.Fprintf(w, "  %-11s stop.%s[%d] %s\n", key, list, i, termtext.VisibleLine(string(b)))
 		}
 	}
 	if first {
@@ -294,13 +295,13 @@ func agentLine(a supervisor.PlanAgent, cfg *config.Config) string {
 	if a.Path != "" {
 		s += " · " + shownPath(a.Path)
 	} else if a.Program != "" {
-		s += " · " + stopreasons.VisibleLine(a.Program) + " (not found)"
+		s += " · " + termtext.VisibleLine(a.Program) + " (not found)"
 	}
 	if a.Version != "" {
-		s += " · " + stopreasons.VisibleLine(a.Version)
+		s += " · " + termtext.VisibleLine(a.Version)
 	}
 	if a.Model != "" {
-		s += " · model " + stopreasons.VisibleLine(a.Model)
+		s += " · model " + termtext.VisibleLine(a.Model)
 	}
 	return s + fmt.Sprintf(" · timeout %s · idle timeout %s", config.FormatDuration(cfg.Agent.Timeout), config.FormatDuration(cfg.Agent.IdleTimeout))
 }
@@ -309,7 +310,7 @@ func listOr(list []string, none string) string {
 	if len(list) == 0 {
 		return none
 	}
-	return stopreasons.VisibleLine(strings.Join(list, ", "))
+	return termtext.VisibleLine(strings.Join(list, ", "))
 }
 
 func offDuration(d time.Duration) string {
@@ -339,7 +340,7 @@ func sandboxLine(p sandbox.Plan) string {
 	case p.Mode == sandbox.ModeOff:
 		return "off: the agent writes wherever its user may (--sandbox=on confines it)"
 	case p.Refusal != "":
-		return p.Mode + ": the run would stop: " + stopreasons.VisibleLine(p.Refusal)
+		return p.Mode + ": the run would stop: " + termtext.VisibleLine(p.Refusal)
 	case !p.Confine:
 		return p.Mode + ": unconfined, the kernel " + p.Kernel + " has no Landlock"
 	case p.Namespace:

@@ -15,6 +15,7 @@ import (
 	"github.com/runr-dev/runr/internal/doctor"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/termtext"
 )
 
 // githubReport tells GitHub Actions how a run stopped, when runr runs as a
@@ -48,7 +49,7 @@ func githubReport(io *IOStreams, store *state.Store, st *state.State) {
 // rather than blocking the step or writing elsewhere.
 func appendGitHubFile(io *IOStreams, variable, path, text string) {
 	warn := func(err error) {
-		fmt.Fprintf(io.Err, "runr: warning: %s: cannot append to %s: %s\n", variable, shownPath(path), stopreasons.VisibleLine(err.Error()))
+		fmt.Fprintf(io.Err, "runr: warning: %s: cannot append to %s: %s\n", variable, shownPath(path), termtext.VisibleLine(err.Error()))
 	}
 	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o644)
 	if err != nil {
@@ -134,7 +135,7 @@ func githubAnnotation(st *state.State, rep *doctor.Report) string {
 	} else if r.Message != "" {
 		msg += ": " + r.Message
 	}
-	return "::error title=" + escapeGitHubProperty(stopreasons.VisibleLine(title)) + "::" + escapeGitHubData(stopreasons.VisibleLine(msg))
+	return "::error title=" + escapeGitHubProperty(termtext.VisibleLine(title)) + "::" + escapeGitHubData(termtext.VisibleLine(msg))
 }
 
 // escapeGitHubData escapes a workflow command's message (the runner's
@@ -201,7 +202,7 @@ func githubSummary(st *state.State, rep *doctor.Report) string {
 		line("")
 		line("```sh")
 		for _, a := range rep.NextActions {
-			line("%s", strings.ReplaceAll(stopreasons.VisibleLine(a), "```", "'''"))
+			line("%s", strings.ReplaceAll(termtext.VisibleLine(a), "```", "'''"))
 		}
 		line("```")
 	}
@@ -212,7 +213,7 @@ func githubSummary(st *state.State, rep *doctor.Report) string {
 // mdText keeps text from the agent or the task on one line of markdown
 // that opens no HTML and no table cell.
 func mdText(s string) string {
-	return strings.NewReplacer("<", "&lt;", "|", `\|`).Replace(stopreasons.VisibleLine(s))
+	return strings.NewReplacer("<", "&lt;", "|", `\|`).Replace(termtext.VisibleLine(s))
 }
 
-func mdCode(s string) string { return strings.ReplaceAll(stopreasons.VisibleLine(s), "`", "'") }
+func mdCode(s string) string { return strings.ReplaceAll(termtext.VisibleLine(s), "`", "'") }

@@ -21,6 +21,7 @@ import (
 	"github.com/runr-dev/runr/internal/doctor"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/termtext"
 )
 
 // followPoll is how often `runr logs --follow` looks for new events.
@@ -257,7 +258,7 @@ func rawLog(ios *IOStreams, runDir, id string, tick int) error {
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if len(chunk) > 0 {
-			if _, werr := out.WriteString(stopreasons.Visible(string(chunk))); werr != nil {
+			if _, werr := out.WriteString(termtext.Visible(string(chunk))); werr != nil {
 				return werr
 			}
 		}

@@ -9,8 +9,8 @@ import (
 	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/notify"
 	"github.com/runr-dev/runr/internal/state"
-	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/supervisor"
+	"github.com/runr-dev/runr/internal/termtext"
 )
 
 // notifyStop sends the stop of st to notify.command and the webhook. It
@@ -33,7 +33,7 @@ func notifyStop(io *IOStreams, store *state.Store, st *state.State, cfg *config.
 	}
 	// errors.Join puts one failure on each line.
 	for _, line := range strings.Split(err.Error(), "\n") {
-		fmt.Fprintf(io.Err, "runr: warning: %s\n", stopreasons.Visible(line))
+		fmt.Fprintf(io.Err, "runr: warning: %s\n", termtext.Visible(line))
 	}
 }
 

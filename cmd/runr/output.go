@@ -20,6 +20,7 @@ import (
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/supervisor"
+	"github.com/runr-dev/runr/internal/termtext"
 )
 
 // liveLine shows the run's progress on stderr. On a terminal: the status
@@ -115,7 +116,7 @@ func (l *liveLine) declined(_ *state.State, d resume.Decision) {
 	if l.io.ErrTTY {
 		l.clear()
 	}
-	fmt.Fprintf(l.io.Err, "runr: not auto-resuming: %s\n", stopreasons.VisibleLine(d.Why))
+	fmt.Fprintf(l.io.Err, "runr: not auto-resuming: %s\n", termtext.VisibleLine(d.Why))
 }
 
 func (l *liveLine) setActivity(text string) {
@@ -138,7 +139,7 @@ func (l *liveLine) update(p supervisor.Progress) {
 		if l.io.ErrTTY {
 			l.clear()
 		}
-		fmt.Fprintf(l.io.Err, "runr: warning: %s\n", stopreasons.VisibleLine(p.Message))
+		fmt.Fprintf(l.io.Err, "runr: warning: %s\n", termtext.VisibleLine(p.Message))
 		if l.io.ErrTTY && !l.off && l.last.Event != "" {
 			l.draw()
 		}
@@ -155,7 +156,7 @@ func (l *liveLine) update(p supervisor.Progress) {
 		if l.io.ErrTTY {
 			l.clear()
 		}
-		fmt.Fprintf(l.io.Err, "runr: %s\n", stopreasons.VisibleLine(p.Message))
+		fmt.Fprintf(l.io.Err, "runr: %s\n", termtext.VisibleLine(p.Message))
 		if l.io.ErrTTY && l.last.Event != "" {
 			l.draw()
 		}
@@ -278,7 +279,7 @@ func (l *liveLine) drawWorkers() {
 	}
 	l.fresh = false
 	l.actMu.Unlock()
-	lines := []string{fmt.Sprintf("run %s · %d worker(s) at work · %s", stopreasons.VisibleLine(l.last.RunID), len(keys),
+	lines := []string{fmt.Sprintf("run %s · %d worker(s) at work · %s", termtext.VisibleLine(l.last.RunID), len(keys),
 		time.Since(l.since).Round(time.Second))}
 	for _, k := range keys {
 		w := l.workers[k]
@@ -352,13 +353,13 @@ func (l *liveLine) text(p supervisor.Progress) string {
 		if !p.ResetAt.IsZero() {
 			// A wait for a limit's reset: the message says which limit
 			// resets when; the countdown runs to the end of the wait.
-			return fmt.Sprintf("%s (in %s); resuming then", stopreasons.VisibleLine(p.Message), resume.Countdown(left))
+			return fmt.Sprintf("%s (in %s); resuming then", termtext.VisibleLine(p.Message), resume.Countdown(left))
 		}
-		return fmt.Sprintf("auto-resume in %s · %s", left.Round(time.Second), stopreasons.VisibleLine(p.Message))
+		return fmt.Sprintf("auto-resume in %s · %s", left.Round(time.Second), termtext.VisibleLine(p.Message))
 	}
 	parts := []string{
 		fmt.Sprintf("tick %d", p.Tick),
-		stopreasons.VisibleLine(p.Phase),
+		termtext.VisibleLine(p.Phase),
 		fmt.Sprintf("milestone %d/%d", p.Milestone, p.Milestones),
 	}
 	if p.Worker > 0 {
@@ -373,7 +374,7 @@ func (l *liveLine) text(p supervisor.Progress) string {
 		parts = append(parts, fmt.Sprintf("$%.2f", p.CostUSD))
 	}
 	if c := p.Closest; c != nil && c.Progress > 0 {
-		parts = append(parts, fmt.Sprintf("closest: %s %.0f%%", stopreasons.VisibleLine(c.Name), c.Progress*100))
+		parts = append(parts, fmt.Sprintf("closest: %s %.0f%%", termtext.VisibleLine(c.Name), c.Progress*100))
 	}
 	return strings.Join(parts, " · ")
 }
@@ -382,18 +383,18 @@ func (l *liveLine) text(p supervisor.Progress) string {
 // files its agent call changed, the checks, the cost so far and the stop
 // rule closest to firing.
 func tickLine(p supervisor.Progress) string {
-	outcome := stopreasons.VisibleLine(p.Outcome)
+	outcome := termtext.VisibleLine(p.Outcome)
 	if p.Verify != "" {
 		if strings.HasPrefix(p.Outcome, "verify ") {
 			outcome += " in " + roundDuration(p.VerifyTime)
 		} else {
-			outcome += fmt.Sprintf(" (verify %s in %s)", stopreasons.VisibleLine(p.Verify), roundDuration(p.VerifyTime))
+			outcome += fmt.Sprintf(" (verify %s in %s)", termtext.VisibleLine(p.Verify), roundDuration(p.VerifyTime))
 		}
 	}
 	parts := []string{
 		fmt.Sprintf("tick %d", p.Tick),
 		fmt.Sprintf("milestone %d/%d", p.Milestone, p.Milestones),
-		stopreasons.VisibleLine(p.Phase),
+		termtext.VisibleLine(p.Phase),
 		outcome,
 	}
 	if p.Worker > 0 {
@@ -404,7 +405,7 @@ func tickLine(p supervisor.Progress) string {
 	}
 	parts = append(parts, fmt.Sprintf("$%.2f", p.CostUSD))
 	if c := p.Closest; c != nil && c.Progress > 0 {
-		parts = append(parts, fmt.Sprintf("closest: %s %.0f%%", stopreasons.VisibleLine(c.Name), c.Progress*100))
+		parts = append(parts, fmt.Sprintf("closest: %s %.0f%%", termtext.VisibleLine(c.Name), c.Progress*100))
 	}
 	return strings.Join(parts, " · ")
 }
@@ -419,12 +420,12 @@ func roundDuration(d time.Duration) string {
 
 // activityText is one thing the agent did, on one line.
 func activityText(a agents.Activity) string {
-	text := stopreasons.VisibleLine(a.Text)
+	text := termtext.VisibleLine(a.Text)
 	switch a.Kind {
 	case agents.ActivityTool:
-		return strings.TrimSpace("> " + stopreasons.VisibleLine(a.Tool) + " " + text)
+		return strings.TrimSpace("> " + termtext.VisibleLine(a.Tool) + " " + text)
 	case agents.ActivityToolError:
-		return "! " + stopreasons.VisibleLine(a.Tool) + " failed: " + text
+		return "! " + termtext.VisibleLine(a.Tool) + " failed: " + text
 	case agents.ActivityOutput:
 		return "| " + text
 	}
@@ -505,9 +506,9 @@ func printSummary(io *IOStreams, store *state.Store, st *state.State, cfg *confi
 	fmt.Fprintf(w, "  %s · %s · exit %d\n", r.Category, r.TerminalStatus, r.ExitCode)
 	rep, err := doctor.Diagnose(st, store.RunDir(st.RunID))
 	if err == nil && rep.Diagnosis != "" {
-		fmt.Fprintf(w, "  %s\n", stopreasons.Visible(rep.Diagnosis))
+		fmt.Fprintf(w, "  %s\n", termtext.Visible(rep.Diagnosis))
 	} else if r.Message != "" {
-		fmt.Fprintf(w, "  %s\n", stopreasons.Visible(r.Message))
+		fmt.Fprintf(w, "  %s\n", termtext.Visible(r.Message))
 	}
 	if err == nil && len(rep.Evidence.Files) > 0 {
 		fmt.Fprintf(w, "  files: %s\n", stopreasons.ShowPaths(rep.Evidence.Files))
@@ -523,12 +524,12 @@ func printSummary(io *IOStreams, store *state.Store, st *state.State, cfg *confi
 	case st.Parallel != nil && st.Branch != "":
 		printParallel(w, st)
 	case st.Branch != "":
-		fmt.Fprintf(w, "  worktree %s (branch %s)\n", shownPath(st.Worktree), stopreasons.VisibleLine(st.Branch))
+		fmt.Fprintf(w, "  worktree %s (branch %s)\n", shownPath(st.Worktree), termtext.VisibleLine(st.Branch))
 	}
 	printSwitches(w, st)
 	if err == nil {
 		for _, a := range rep.NextActions {
-			fmt.Fprintf(w, "  $ %s\n", stopreasons.VisibleLine(a))
+			fmt.Fprintf(w, "  $ %s\n", termtext.VisibleLine(a))
 		}
 	}
 	printUncommitted(io, st, cfg)
@@ -538,7 +539,7 @@ func printSummary(io *IOStreams, store *state.Store, st *state.State, cfg *confi
 // printParallel says where a parallel run's result is: the integration
 // branch, and on completion how to take it into the user's branch.
 func printParallel(w io.Writer, st *state.State) {
-	branch := stopreasons.VisibleLine(st.Branch)
+	branch := termtext.VisibleLine(st.Branch)
 	merged := 0
 	for _, m := range st.Milestones {
 		if m.Status == state.MilestoneApproved {
@@ -643,6 +644,6 @@ func printSwitches(w io.Writer, st *state.State) {
 		if i == 0 {
 			key = "agent"
 		}
-		fmt.Fprintf(w, "  %-8s %s\n", key, stopreasons.VisibleLine(sw.String()))
+		fmt.Fprintf(w, "  %-8s %s\n", key, termtext.VisibleLine(sw.String()))
 	}
 }

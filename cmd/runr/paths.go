@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/termtext"
 )
 
 // shownPath is how every message of runr names a file or directory
@@ -13,9 +13,9 @@ import (
 // when it lies beneath it, else absolute (the working directory itself
 // too: "." would say less than its name). A relative path was given
 // relative to the working directory and is taken as it is. The result is
-// safe to print (stopreasons.VisibleLine). JSON output keeps absolute paths.
+// safe to print (termtext.VisibleLine). JSON output keeps absolute paths.
 func shownPath(path string) string {
-	return stopreasons.VisibleLine(relToWD(path))
+	return termtext.VisibleLine(relToWD(path))
 }
 
 func relToWD(path string) string {

@@ -17,6 +17,7 @@ import (
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/supervisor"
+	"github.com/runr-dev/runr/internal/termtext"
 )
 
 // defaultPruneAge is how long a stopped run is kept by default.
@@ -312,13 +313,13 @@ func printPrune(opts *PruneOptions, results []pruneResult, removed, kept, failed
 				line += " (" + strings.Join(notes, ", ") + ")"
 			}
 		case "failed":
-			line = fmt.Sprintf("%s %s  %s: %s", p.Red("failed      "), r.RunID, status, stopreasons.VisibleLine(r.Reason))
+			line = fmt.Sprintf("%s %s  %s: %s", p.Red("failed      "), r.RunID, status, termtext.VisibleLine(r.Reason))
 		default:
 			verb := "kept        "
 			if opts.DryRun {
 				verb = "would keep  "
 			}
-			line = fmt.Sprintf("%s %s  %s: %s", verb, r.RunID, status, stopreasons.VisibleLine(r.Reason))
+			line = fmt.Sprintf("%s %s  %s: %s", verb, r.RunID, status, termtext.VisibleLine(r.Reason))
 		}
 		fmt.Fprintln(w, line)
 	}

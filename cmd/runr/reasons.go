@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/termtext"
 )
 
 // ReasonsOptions are the parsed arguments of `runr reasons`.
@@ -193,7 +194,7 @@ func writeJSON(w io.Writer, v any) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	_, err := w.Write(stopreasons.VisibleJSON(b.Bytes()))
+	_, err := w.Write(termtext.VisibleJSON(b.Bytes()))
 	return err
 }
 

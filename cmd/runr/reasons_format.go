@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/termtext"
 )
 
 // The values of `runr reasons --format`.
@@ -69,7 +70,7 @@ func groupAutoResumable(g exitGroup) bool {
 
 // oneLine keeps a registry text on one line of a comment.
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(stopreasons.VisibleLine(s)), " ")
+	return strings.Join(strings.Fields(termtext.VisibleLine(s)), " ")
 }
 
 // K8sPodFailurePolicy renders a batch/v1 Job's podFailurePolicy from the

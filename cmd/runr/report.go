@@ -15,6 +15,7 @@ import (
 
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/termtext"
 )
 
 // Formats of `runr report --format`.
@@ -64,17 +65,17 @@ markdown are for other programs and pages.`,
 			if cmd.Flags().Lookup("since").Changed {
 				d, err := parseAge(since)
 				if err != nil {
-					return stopreasons.Errorf(stopreasons.UsageError, "--since %q: %v (e.g. 7d, 36h, 1d12h)", stopreasons.VisibleLine(since), err)
+					return stopreasons.Errorf(stopreasons.UsageError, "--since %q: %v (e.g. 7d, 36h, 1d12h)", termtext.VisibleLine(since), err)
 				}
 				opts.Since = d
 			}
 			if opts.By != "" && !slices.Contains(state.ReportGroupings, opts.By) {
 				return stopreasons.Errorf(stopreasons.UsageError, "--by %s: no such grouping (groupings: %s)",
-					stopreasons.VisibleLine(opts.By), strings.Join(state.ReportGroupings, ", "))
+					termtext.VisibleLine(opts.By), strings.Join(state.ReportGroupings, ", "))
 			}
 			if !slices.Contains(reportFormats, opts.Format) {
 				return stopreasons.Errorf(stopreasons.UsageError, "--format %s: no such format (formats: %s)",
-					stopreasons.VisibleLine(opts.Format), strings.Join(reportFormats, ", "))
+					termtext.VisibleLine(opts.Format), strings.Join(reportFormats, ", "))
 			}
 			if runF != nil {
 				return runF(opts)
@@ -181,7 +182,7 @@ func csvRecord(r state.ReportRow) []string {
 	}
 	i := strconv.Itoa
 	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
-	return []string{stopreasons.VisibleLine(r.Key), i(r.Runs), i(r.Completed), stopreasons.VisibleLine(strings.Join(reasons, ";")),
+	return []string{termtext.VisibleLine(r.Key), i(r.Runs), i(r.Completed), termtext.VisibleLine(strings.Join(reasons, ";")),
 		i(r.MilestonesApproved), i(r.MilestonesTotal), i(r.Calls), i64(r.InputTokens), i64(r.CacheReadTokens),
 		i64(r.CacheWriteTokens), i64(r.OutputTokens), strconv.FormatFloat(r.CostUSD, 'f', -1, 64), r.CostSource,
 		i64(r.ElapsedMS), per}
@@ -219,11 +220,11 @@ func humanRow(r state.ReportRow) []string {
 	if r.CostPerApprovedMilestoneUSD != nil {
 		per = reportUSD(*r.CostPerApprovedMilestoneUSD)
 	}
-	return []string{stopreasons.VisibleLine(r.Key), strconv.Itoa(r.Runs), share,
+	return []string{termtext.VisibleLine(r.Key), strconv.Itoa(r.Runs), share,
 		fmt.Sprintf("%d/%d", r.MilestonesApproved, r.MilestonesTotal), strconv.Itoa(r.Calls),
 		reportCount(r.InputTokens), reportCount(r.CacheReadTokens), reportCount(r.CacheWriteTokens), reportCount(r.OutputTokens),
 		cost, per, (time.Duration(r.ElapsedMS) * time.Millisecond).Round(time.Second).String(),
-		stopreasons.VisibleLine(strings.Join(r.StopReasonList(), ", "))}
+		termtext.VisibleLine(strings.Join(r.StopReasonList(), ", "))}
 }
 
 var humanHeader = []string{"RUNS", "COMPLETED", "MILESTONES", "CALLS", "INPUT", "CACHE READ", "CACHE WRITE", "OUTPUT",

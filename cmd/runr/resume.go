@@ -17,6 +17,7 @@ import (
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/supervisor"
+	"github.com/runr-dev/runr/internal/termtext"
 )
 
 // ResumeOptions are the parsed arguments of `runr resume`.
@@ -154,7 +155,7 @@ func resumeRun(opts *ResumeOptions) error {
 		return nil
 	}
 	for _, w := range plan.Warnings {
-		fmt.Fprintf(io.Err, "runr: warning: %s\n", stopreasons.Visible(w))
+		fmt.Fprintf(io.Err, "runr: warning: %s\n", termtext.Visible(w))
 	}
 	if opts.Plan {
 		return printPlan(io, plan, opts)
@@ -248,7 +249,7 @@ func printPlan(io *IOStreams, plan *resume.Plan, opts *ResumeOptions) error {
 	}
 	goal := ""
 	if i := from.Milestone - 1; i >= 0 && i < len(st.Milestones) {
-		goal = ": " + stopreasons.VisibleLine(st.Milestones[i].Goal)
+		goal = ": " + termtext.VisibleLine(st.Milestones[i].Goal)
 	}
 	fmt.Fprintf(w, "  continue at milestone %d/%d%s, phase %s\n", from.Milestone, len(st.Milestones), goal, from.Phase)
 	var left []string

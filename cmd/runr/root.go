@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/termtext"
 )
 
 // Main runs runr with args and returns the process exit code.
@@ -35,7 +36,7 @@ func printError(io *IOStreams, err error, parseError bool) {
 	p := io.ErrPainter()
 	code := stopreasons.CodeOf(err)
 	// An error may quote an agent's output or a file's name.
-	msg := stopreasons.Visible(err.Error())
+	msg := termtext.Visible(err.Error())
 	fmt.Fprintf(io.Err, "%s %s\n", p.Red("runr: error:"), msg)
 	if parseError && !strings.Contains(msg, "--help") {
 		fmt.Fprintln(io.Err, p.Dim("Run 'runr --help' for usage."))

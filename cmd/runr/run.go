@@ -18,6 +18,7 @@ import (
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/supervisor"
+	"github.com/runr-dev/runr/internal/termtext"
 )
 
 // RunOptions are the parsed arguments of `runr run`.
@@ -311,7 +312,7 @@ func runExisting(opts *RunOptions, store *state.Store, repo string) error {
 		return reportExisting(opts, store, plan.State, "")
 	}
 	for _, w := range plan.Warnings {
-		fmt.Fprintf(io.Err, "runr: warning: %s\n", stopreasons.Visible(w))
+		fmt.Fprintf(io.Err, "runr: warning: %s\n", termtext.Visible(w))
 	}
 	if !opts.Quiet {
 		fmt.Fprintf(io.Err, "runr: run %s exists: resuming it at milestone %d/%d, phase %s\n", plan.RunID, plan.From.Milestone, len(plan.State.Milestones), plan.From.Phase)
@@ -327,7 +328,7 @@ func reportExisting(opts *RunOptions, store *state.Store, st *state.State, why s
 		if st.StopReason.Code == stopreasons.Complete {
 			msg = fmt.Sprintf("runr: run %s already completed: nothing to do", st.RunID)
 		} else if why != "" {
-			msg = fmt.Sprintf("runr: %s; its last stop follows", stopreasons.VisibleLine(why))
+			msg = fmt.Sprintf("runr: %s; its last stop follows", termtext.VisibleLine(why))
 		}
 		fmt.Fprintln(opts.IO.Err, msg)
 	}
@@ -345,7 +346,7 @@ func nothingToDo(io *IOStreams, repo, taskFile string, asJSON bool) error {
 	if asJSON {
 		return writeJSON(io.Out, map[string]any{"nothing_to_do": true, "task": taskFile, "message": msg})
 	}
-	fmt.Fprintln(io.Out, stopreasons.VisibleLine(msg))
+	fmt.Fprintln(io.Out, termtext.VisibleLine(msg))
 	return nil
 }
 
@@ -396,7 +397,7 @@ func checkPromptArgv(cfg *config.Config, task string) error {
 // run with no check at all means.
 func warnConfig(io *IOStreams, cfg *config.Config) {
 	for _, w := range cfg.Warnings {
-		fmt.Fprintf(io.Err, "runr: warning: %s\n", stopreasons.Visible(w))
+		fmt.Fprintf(io.Err, "runr: warning: %s\n", termtext.Visible(w))
 	}
 	if len(cfg.Verify.Commands) == 0 && len(cfg.Review.Command) == 0 {
 		fmt.Fprintln(io.Err, "runr: warning: no verify command and no review: each milestone is approved on the agent's word (pass --verify 'CMD' or set verify.commands in runr.yaml)")
@@ -413,7 +414,7 @@ func finishRun(io *IOStreams, store *state.Store, st *state.State, runErr error,
 		return runErr
 	}
 	if runErr != nil {
-		fmt.Fprintf(io.Err, "runr: warning: %s\n", stopreasons.Visible(runErr.Error()))
+		fmt.Fprintf(io.Err, "runr: warning: %s\n", termtext.Visible(runErr.Error()))
 	}
 	if asJSON {
 		if err := writeJSON(io.Out, runSummary(store, st)); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/termtext"
 )
 
 // StatusOptions are the parsed arguments of `runr status`.
@@ -93,7 +94,7 @@ func reasonCode(s string) (stopreasons.Code, error) {
 	if _, ok := stopreasons.Lookup(stopreasons.Code(s)); ok {
 		return stopreasons.Code(s), nil
 	}
-	msg := fmt.Sprintf("--reason %q is no stop reason", stopreasons.VisibleLine(s))
+	msg := fmt.Sprintf("--reason %q is no stop reason", termtext.VisibleLine(s))
 	if near := closestCodes(s); len(near) > 0 {
 		msg += "; did you mean " + strings.Join(near, ", ") + "?"
 	}
@@ -201,7 +202,7 @@ func statusRun(opts *StatusOptions) error {
 			exit = strconv.Itoa(*v.ExitCode)
 		}
 		// The code and status come from a state.json an agent can write.
-		reason := stopreasons.VisibleLine(v.Reason)
+		reason := termtext.VisibleLine(v.Reason)
 		if reason == "" {
 			reason = "-"
 		}
@@ -210,7 +211,7 @@ func statusRun(opts *StatusOptions) error {
 			started = v.CreatedAt.Local().Format("2006-01-02 15:04")
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\t%s\n", v.RunID, reason, exit, v.Tick, v.Approved, v.Milestones,
-			(time.Duration(v.ElapsedMS) * time.Millisecond).Round(time.Second), started, statusPaint(p, stopreasons.VisibleLine(v.Status)))
+			(time.Duration(v.ElapsedMS) * time.Millisecond).Round(time.Second), started, statusPaint(p, termtext.VisibleLine(v.Status)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -284,14 +285,14 @@ func statusOne(opts *StatusOptions, store *state.Store) error {
 		fmt.Fprintf(w, "  its runr process is gone; continue with: runr resume %s\n", st.RunID)
 	}
 	if v.Lock != nil {
-		fmt.Fprintf(w, "  held by pid %d on %s since %s\n", v.Lock.PID, stopreasons.VisibleLine(v.Lock.Host), v.Lock.StartedAt.Local().Format(time.RFC3339))
+		fmt.Fprintf(w, "  held by pid %d on %s since %s\n", v.Lock.PID, termtext.VisibleLine(v.Lock.Host), v.Lock.StartedAt.Local().Format(time.RFC3339))
 	}
 	if r := st.StopReason; r != nil && v.Reason != "" {
-		fmt.Fprintf(w, "  stopped: %s (exit %d) · %s\n", stopreasons.VisibleLine(string(r.Code)), stopreasons.ExitCode(r.Code), stopreasons.Visible(r.Message))
+		fmt.Fprintf(w, "  stopped: %s (exit %d) · %s\n", termtext.VisibleLine(string(r.Code)), stopreasons.ExitCode(r.Code), termtext.Visible(r.Message))
 	}
 	fmt.Fprintf(w, "  repo     %s\n", shownPath(st.Repo))
 	if st.Worktree != "" {
-		fmt.Fprintf(w, "  worktree %s\n  branch   %s\n", shownPath(st.Worktree), stopreasons.VisibleLine(st.Branch))
+		fmt.Fprintf(w, "  worktree %s\n  branch   %s\n", shownPath(st.Worktree), termtext.VisibleLine(st.Branch))
 	}
 	if st.Task.File != "" {
 		fmt.Fprintf(w, "  task     %s\n", shownPath(repoPath(st.Repo, st.Task.File)))
@@ -309,14 +310,14 @@ func statusOne(opts *StatusOptions, store *state.Store) error {
 		if i == st.MilestoneIndex && v.Reason == "" {
 			marker = ">"
 		}
-		fmt.Fprintf(w, "  %s %d. [%s] %s (%s)\n", marker, i+1, m.Status, stopreasons.VisibleLine(m.Goal), plural(m.AttemptCount(), "attempt"))
+		fmt.Fprintf(w, "  %s %d. [%s] %s (%s)\n", marker, i+1, m.Status, termtext.VisibleLine(m.Goal), plural(m.AttemptCount(), "attempt"))
 	}
 	printWorkers(w, st)
 	if len(st.Conditions) > 0 {
 		fmt.Fprintln(w, "\nStop rules (how close each is to firing):")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, c := range st.Conditions {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", stopreasons.VisibleLine(c.Name), bar(c.Progress, opts.IO.OutTTY), stopreasons.VisibleLine(c.Message))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", termtext.VisibleLine(c.Name), bar(c.Progress, opts.IO.OutTTY), termtext.VisibleLine(c.Message))
 		}
 		tw.Flush()
 	}
@@ -330,7 +331,7 @@ func printWorkers(w io.Writer, st *state.State) {
 	if p == nil {
 		return
 	}
-	fmt.Fprintf(w, "\nWorkers (%d; integration branch %s):\n", p.Workers, stopreasons.VisibleLine(p.Branch))
+	fmt.Fprintf(w, "\nWorkers (%d; integration branch %s):\n", p.Workers, termtext.VisibleLine(p.Branch))
 	for _, s := range st.Workers {
 		if s.Milestone == 0 {
 			fmt.Fprintf(w, "  worker %d  idle\n", s.Worker)
@@ -340,12 +341,12 @@ func printWorkers(w io.Writer, st *state.State) {
 		if s.Milestone <= len(st.Milestones) {
 			goal = st.Milestones[s.Milestone-1].Goal
 		}
-		fmt.Fprintf(w, "  worker %d  milestone %d (%s) · %s · branch %s", s.Worker, s.Milestone, stopreasons.VisibleLine(goal),
-			stopreasons.VisibleLine(s.Phase), stopreasons.VisibleLine(s.Branch))
+		fmt.Fprintf(w, "  worker %d  milestone %d (%s) · %s · branch %s", s.Worker, s.Milestone, termtext.VisibleLine(goal),
+			termtext.VisibleLine(s.Phase), termtext.VisibleLine(s.Branch))
 		if s.Requeues > 0 {
 			fmt.Fprintf(w, " · requeued %d×", s.Requeues)
 		}
-		fmt.Fprintf(w, " · since %s\n", stopreasons.VisibleLine(s.StartedAt))
+		fmt.Fprintf(w, " · since %s\n", termtext.VisibleLine(s.StartedAt))
 	}
 	if len(st.Workers) == 0 {
 		fmt.Fprintln(w, "  none at work")

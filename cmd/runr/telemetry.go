@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/runr-dev/runr/internal/config"
-	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/telemetry"
+	"github.com/runr-dev/runr/internal/termtext"
 )
 
 // startTelemetry is the OpenTelemetry of a run with config cfg (nil: the
@@ -20,7 +20,7 @@ func startTelemetry(io *IOStreams, cfg *config.Config, version string) *telemetr
 	}
 	t, err := telemetry.New(context.Background(), o)
 	if err != nil {
-		fmt.Fprintf(io.Err, "runr: telemetry: %s\n", stopreasons.Visible(err.Error()))
+		fmt.Fprintf(io.Err, "runr: telemetry: %s\n", termtext.Visible(err.Error()))
 		return nil
 	}
 	if t != nil && cfg != nil && cfg.Parallel.Workers > 1 {
@@ -34,6 +34,6 @@ func startTelemetry(io *IOStreams, cfg *config.Config, version string) *telemetr
 // down or slow is said once on stderr and changes no exit code.
 func flushTelemetry(io *IOStreams, t *telemetry.Telemetry) {
 	if err := t.Shutdown(); err != nil {
-		fmt.Fprintf(io.Err, "runr: telemetry: %s\n", stopreasons.Visible(err.Error()))
+		fmt.Fprintf(io.Err, "runr: telemetry: %s\n", termtext.Visible(err.Error()))
 	}
 }

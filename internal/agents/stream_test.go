@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runr-dev/runr/internal/worker"
+	"github.com/runr-dev/runr/internal/proc"
 )
 
 // produceEnv makes the test binary, started again by a test, a command agent
@@ -47,10 +47,10 @@ func TestMain(m *testing.M) {
 var produceLine = append(bytes.Repeat([]byte("0123456789abcdef"), 5)[:79], '\n')
 
 // runCommandAgentChunks runs the test binary as a command agent printing
-// size bytes the way the supervisor runs an agent call: through worker.Run,
+// size bytes the way the supervisor runs an agent call: through proc.Run,
 // to a log, every stdout line to the adapter's parser, and with chunks
 // stdout's chunks too.
-func runCommandAgentChunks(tb testing.TB, size int64, logPath string, chunks bool) (Result, worker.Result) {
+func runCommandAgentChunks(tb testing.TB, size int64, logPath string, chunks bool) (Result, proc.Result) {
 	tb.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -62,7 +62,7 @@ func runCommandAgentChunks(tb testing.TB, size int64, logPath string, chunks boo
 	}
 	req := Request{Prompt: "do it\nRUNR_STATUS: done\n", Command: []string{exe}}
 	parser := a.NewParser(req)
-	spec := worker.Spec{
+	spec := proc.Spec{
 		Argv:         []string{exe},
 		Env:          append(os.Environ(), produceEnv+"="+strconv.FormatInt(size, 10)),
 		LogPath:      logPath,
@@ -71,7 +71,7 @@ func runCommandAgentChunks(tb testing.TB, size int64, logPath string, chunks boo
 	if c, ok := parser.(ChunkParser); ok && chunks && TakesChunks(parser) {
 		spec.OnStdout = c.Chunk
 	}
-	res, err := worker.Run(context.Background(), spec)
+	res, err := proc.Run(context.Background(), spec)
 	if err != nil {
 		tb.Fatal(err)
 	}

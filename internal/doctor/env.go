@@ -12,10 +12,10 @@ import (
 
 	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/guard"
+	"github.com/runr-dev/runr/internal/proc"
 	"github.com/runr-dev/runr/internal/sandbox"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
-	"github.com/runr-dev/runr/internal/worker"
 )
 
 // Check is one environment check of `runr doctor` without a run id.
@@ -55,7 +55,7 @@ type EnvOptions struct {
 	// word.
 	AgentProgram string
 	// AgentVersionArgs ask the agent program for its version (none: it is not
-	// asked), within VersionTimeout (0: worker.DefaultProbeTimeout).
+	// asked), within VersionTimeout (0: proc.DefaultProbeTimeout).
 	AgentVersionArgs []string
 	VersionTimeout   time.Duration
 	// CredentialEnv names the variables that can hold the agent's
@@ -198,10 +198,10 @@ func checkAgent(ctx context.Context, o EnvOptions, cfg *config.Config, root stri
 	if dir == "" {
 		dir = o.Dir
 	}
-	path, err := worker.LookPath(program, dir, o.Environ)
+	path, err := proc.LookPath(program, dir, o.Environ)
 	if err != nil {
 		reason := err.Error()
-		var nf *worker.NotFoundError
+		var nf *proc.NotFoundError
 		if errors.As(err, &nf) {
 			reason = nf.Reason
 		}
@@ -214,7 +214,7 @@ func checkAgent(ctx context.Context, o EnvOptions, cfg *config.Config, root stri
 	}
 	c.OK, c.Detail = true, path
 	if len(o.AgentVersionArgs) > 0 {
-		v, err := worker.Probe(ctx, worker.Spec{Argv: append([]string{path}, o.AgentVersionArgs...), Dir: dir, Env: o.Environ, Timeout: o.VersionTimeout})
+		v, err := proc.Probe(ctx, proc.Spec{Argv: append([]string{path}, o.AgentVersionArgs...), Dir: dir, Env: o.Environ, Timeout: o.VersionTimeout})
 		if err != nil {
 			c.OK = false
 			c.Detail = fmt.Sprintf("%s %s failed: %v; check the installation", path, strings.Join(o.AgentVersionArgs, " "), err)
@@ -302,7 +302,7 @@ func checkVerify(root string, environ []string, cfg *config.Config) Check {
 		}
 		seen[prog] = true
 		// Checks run in the repository's root.
-		if _, err := worker.LookPath(prog, root, environ); err != nil {
+		if _, err := proc.LookPath(prog, root, environ); err != nil {
 			missing = append(missing, fmt.Sprintf("%s (%s)", prog, u.where))
 		} else {
 			found = append(found, prog)

@@ -11,7 +11,7 @@ import (
 	"github.com/fatih/color"
 
 	"github.com/runr-dev/runr/internal/state"
-	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/termtext"
 )
 
 // JSON returns the report as one indented JSON object.
@@ -22,14 +22,14 @@ func (r *Report) JSON() ([]byte, error) {
 	}
 	// The values stay as they are; only their encoding hides no control
 	// character from a terminal that shows the file.
-	return append(stopreasons.VisibleJSON(b), '\n'), nil
+	return append(termtext.VisibleJSON(b), '\n'), nil
 }
 
 // printable is the report with its text made visible (DESIGN §9): the
 // diagnosis, messages, tails, notes, goals and file names came from an
 // agent, a log or the task, and may hold escape sequences.
 func (r *Report) printable() *Report {
-	line, text := stopreasons.VisibleLine, stopreasons.Visible
+	line, text := termtext.VisibleLine, termtext.Visible
 	c := *r
 	c.RunStatus, c.TerminalStatus, c.Rule = line(r.RunStatus), line(r.TerminalStatus), line(r.Rule)
 	c.Diagnosis = text(r.Diagnosis)
@@ -86,7 +86,7 @@ func visibleLines(in []string) []string {
 	}
 	out := make([]string, len(in))
 	for i, s := range in {
-		out[i] = stopreasons.VisibleLine(s)
+		out[i] = termtext.VisibleLine(s)
 	}
 	return out
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/runr-dev/runr/internal/state"
-	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/termtext"
 )
 
 // verifyTailLines is how much of a failed check's output a transcript shows.
@@ -256,7 +256,7 @@ func (d eventData) strs(k string) []string {
 }
 
 // line makes text from a file safe on one line of a terminal.
-func line(s string) string { return stopreasons.VisibleLine(s) }
+func line(s string) string { return termtext.VisibleLine(s) }
 
 func short(sha string) string {
 	if len(sha) > 12 {

@@ -20,7 +20,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/runr-dev/runr/internal/worker"
+	"github.com/runr-dev/runr/internal/proc"
 )
 
 // Sentinel errors, so that callers can map them to their stop reasons with
@@ -145,7 +145,7 @@ func configEnv(pairs [][2]string) []string {
 func (c gitCmd) exec(ctx context.Context, args []string) ([]byte, error) {
 	env := append(os.Environ(), safeEnv...)
 	var stdout bytes.Buffer
-	res, err := worker.Run(ctx, worker.Spec{
+	res, err := proc.Run(ctx, proc.Spec{
 		Argv:      append([]string{"git"}, args...),
 		Dir:       c.dir,
 		Env:       slices.Concat(env, c.env, pinnedEnv(c.dir)),
@@ -158,7 +158,7 @@ func (c gitCmd) exec(ctx context.Context, args []string) ([]byte, error) {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, fmt.Errorf("git %s (in %s): %w", strings.Join(c.args, " "), c.dir, ctxErr)
 		}
-		if errors.Is(err, worker.ErrNotFound) {
+		if errors.Is(err, proc.ErrNotFound) {
 			return nil, fmt.Errorf("%w: runr needs git on PATH; install git and try again", ErrGitMissing)
 		}
 		return nil, fmt.Errorf("run git %s (in %s): %w", strings.Join(c.args, " "), c.dir, err)

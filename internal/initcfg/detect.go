@@ -15,7 +15,7 @@ import (
 	"strings"
 
 	"github.com/runr-dev/runr/internal/agents"
-	"github.com/runr-dev/runr/internal/worker"
+	"github.com/runr-dev/runr/internal/proc"
 )
 
 // Project is what Detect found in a repository's root.
@@ -169,7 +169,7 @@ func Agent(env []string) (kind string, found bool) {
 		if err != nil {
 			continue
 		}
-		if _, err := worker.LookPath(a.Program(agents.Request{}), "", env); err == nil {
+		if _, err := proc.LookPath(a.Program(agents.Request{}), "", env); err == nil {
 			return k, true
 		}
 	}

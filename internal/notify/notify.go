@@ -18,9 +18,10 @@ import (
 	"time"
 
 	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/proc"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
-	"github.com/runr-dev/runr/internal/worker"
+	"github.com/runr-dev/runr/internal/termtext"
 )
 
 // killGrace is how long the notify command has between SIGTERM and SIGKILL
@@ -136,7 +137,7 @@ func (n *Notifier) runCommand(ctx context.Context, ev Event) error {
 		env = append(env, "RUNR_MILESTONE="+strconv.Itoa(ev.Milestone), "RUNR_MILESTONE_GOAL="+ev.Goal)
 		stdin = milestoneJSON(ev)
 	}
-	res, err := worker.Run(ctx, worker.Spec{
+	res, err := proc.Run(ctx, proc.Spec{
 		Argv:      n.cfg.Command,
 		Dir:       n.dir,
 		Env:       env,
@@ -151,12 +152,12 @@ func (n *Notifier) runCommand(ctx context.Context, ev Event) error {
 	case res.TimedOut:
 		return fmt.Errorf("notify.command %s: still running after notify.timeout %s; stopped", n.cfg.Command[0], config.FormatDuration(n.cfg.Timeout))
 	case res.ExitCode != 0:
-		return fmt.Errorf("notify.command %s: exit %s: %s", n.cfg.Command[0], exitText(res), stopreasons.Visible(worker.Tail(res.Tail, 200)))
+		return fmt.Errorf("notify.command %s: exit %s: %s", n.cfg.Command[0], exitText(res), termtext.Visible(proc.Tail(res.Tail, 200)))
 	}
 	return nil
 }
 
-func exitText(res worker.Result) string {
+func exitText(res proc.Result) string {
 	if res.Signal != "" {
 		return res.Signal
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/termtext"
 )
 
 // firstBackoff is the wait after the first failed POST; each next wait is
@@ -114,10 +115,10 @@ func jsonMessage(v any) message {
 // summary is the event in one or two lines, for a chat.
 func summary(ev Event) string {
 	if ev.Stop == nil {
-		return fmt.Sprintf("runr %s: milestone %d approved: %s", ev.RunID, ev.Milestone, stopreasons.Visible(ev.Goal))
+		return fmt.Sprintf("runr %s: milestone %d approved: %s", ev.RunID, ev.Milestone, termtext.Visible(ev.Goal))
 	}
 	s := fmt.Sprintf("runr %s stopped: %s (exit %d)", ev.RunID, ev.Stop.Code, ev.ExitCode)
-	if msg := strings.TrimSpace(stopreasons.Visible(ev.Stop.Message)); msg != "" {
+	if msg := strings.TrimSpace(termtext.Visible(ev.Stop.Message)); msg != "" {
 		s += "\n" + msg
 	}
 	return s

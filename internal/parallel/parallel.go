@@ -21,11 +21,11 @@ import (
 	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/doctor"
 	"github.com/runr-dev/runr/internal/guard"
+	"github.com/runr-dev/runr/internal/proc"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopconditions"
 	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/supervisor"
-	"github.com/runr-dev/runr/internal/worker"
 )
 
 // feedbackLines bounds the failing output handed to a requeued milestone;
@@ -1037,7 +1037,7 @@ func (c *coordinator) verifyMerged(ctx context.Context, n int) (string, string, 
 	logPath := filepath.Join(c.runDir, fmt.Sprintf("merge-m%d.log", n))
 	env := append(slices.Clone(c.o.Environ), "RUNR_RUN_ID="+c.st.RunID, "RUNR_RUN_DIR="+c.runDir, "RUNR_PHASE=verify", "RUNR_MILESTONE="+strconv.Itoa(n))
 	for _, cmd := range c.cfg.Verify.Commands {
-		res, err := worker.Run(ctx, worker.Spec{Argv: []string{"sh", "-c", cmd}, Dir: c.integ, Env: env, LogPath: logPath,
+		res, err := proc.Run(ctx, proc.Spec{Argv: []string{"sh", "-c", cmd}, Dir: c.integ, Env: env, LogPath: logPath,
 			Timeout: c.cfg.Verify.Timeout, KillGrace: c.cfg.Agent.KillGrace})
 		if err != nil {
 			return cmd, "", false, err
@@ -1046,7 +1046,7 @@ func (c *coordinator) verifyMerged(ctx context.Context, n int) (string, string, 
 			return cmd, "", false, ctx.Err()
 		}
 		if res.ExitCode != 0 || res.TimedOut {
-			return cmd, worker.Tail(res.Tail, feedbackLines), false, nil
+			return cmd, proc.Tail(res.Tail, feedbackLines), false, nil
 		}
 	}
 	return "", "", true, nil

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runr-dev/runr/internal/worker"
+	"github.com/runr-dev/runr/internal/proc"
 )
 
 const connectArg = "__connect"
@@ -52,8 +52,8 @@ func confined(t *testing.T, dir string, p Policy, ns bool, script string) string
 	wrap, err := Wrap(exe, p)
 	require.NoError(t, err)
 	var out strings.Builder
-	res, err := worker.Run(context.Background(), worker.Spec{Argv: []string{"sh", "-c", script}, Dir: dir, Wrap: wrap, Namespaces: ns,
-		Stdout: &out, OnStart: func(worker.Proc) error { return nil }})
+	res, err := proc.Run(context.Background(), proc.Spec{Argv: []string{"sh", "-c", script}, Dir: dir, Wrap: wrap, Namespaces: ns,
+		Stdout: &out, OnStart: func(proc.Proc) error { return nil }})
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode, "output: %s%s", out.String(), res.Tail)
 	return out.String()
@@ -164,8 +164,8 @@ func TestHelperFollowsNoLinkAtCallTime(t *testing.T) {
 	wrap, err := Wrap(exe, p)
 	require.NoError(t, err)
 	var out strings.Builder
-	res, err := worker.Run(context.Background(), worker.Spec{Argv: []string{"sh", "-c", "echo x > " + home + "/bashrc; echo ran"}, Dir: root, Wrap: wrap,
-		Stdout: &out, OnStart: func(worker.Proc) error { return nil }})
+	res, err := proc.Run(context.Background(), proc.Spec{Argv: []string{"sh", "-c", "echo x > " + home + "/bashrc; echo ran"}, Dir: root, Wrap: wrap,
+		Stdout: &out, OnStart: func(proc.Proc) error { return nil }})
 	require.NoError(t, err)
 	assert.Equal(t, ExitSetupFailed, res.ExitCode)
 	assert.Contains(t, string(res.Tail), ErrorPrefix+"landlock: "+state+": a symbolic link is on its way")

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/runr-dev/runr/internal/worker"
+	"github.com/runr-dev/runr/internal/proc"
 )
 
 // ProbeNamespaces starts the helper through worker in a user and mount
@@ -19,8 +19,8 @@ func ProbeNamespaces(ctx context.Context, helper, dir string, readOnly []string)
 	if err != nil {
 		return err
 	}
-	out, err := worker.Probe(ctx, worker.Spec{Argv: wrap[:3], Dir: dir, Namespaces: true})
-	if errors.Is(err, worker.ErrNamespaces) {
+	out, err := proc.Probe(ctx, proc.Spec{Argv: wrap[:3], Dir: dir, Namespaces: true})
+	if errors.Is(err, proc.ErrNamespaces) {
 		var errno syscall.Errno
 		if errors.As(err, &errno) {
 			return fmt.Errorf("%w: clone: %v", ErrNamespacesRefused, errno)

@@ -64,7 +64,7 @@ func mountNamespace() string {
 	return ns
 }
 
-// Wrap is the argv prefix (worker.Spec.Wrap) that runs a program under p:
+// Wrap is the argv prefix (proc.Spec.Wrap) that runs a program under p:
 // the program's path and arguments follow it.
 func Wrap(helper string, p Policy) ([]string, error) {
 	if helper == "" {

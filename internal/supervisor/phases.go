@@ -18,10 +18,10 @@ import (
 
 	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/guard"
+	"github.com/runr-dev/runr/internal/proc"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopconditions"
 	"github.com/runr-dev/runr/internal/stopreasons"
-	"github.com/runr-dev/runr/internal/worker"
 )
 
 const feedbackLines = 40
@@ -81,7 +81,7 @@ func (s *Supervisor) childEnv(phase string) []string {
 
 // runProcess runs one process of the run, recording it in state.json while
 // it runs, with the time budget as its deadline.
-func (s *Supervisor) runProcess(ctx context.Context, phase string, spec worker.Spec) (worker.Result, error) {
+func (s *Supervisor) runProcess(ctx context.Context, phase string, spec proc.Spec) (proc.Result, error) {
 	if !s.deadline.IsZero() {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, s.deadline)
@@ -90,16 +90,16 @@ func (s *Supervisor) runProcess(ctx context.Context, phase string, spec worker.S
 	if ctx.Err() != nil {
 		// A signal or the time budget ended the tick before this process
 		// started: it is not started, and interrupted names the stop.
-		return worker.Result{Canceled: true}, nil
+		return proc.Result{Canceled: true}, nil
 	}
 	if err := state.CheckNoSymlink(spec.LogPath); err != nil {
-		return worker.Result{}, err
+		return proc.Result{}, err
 	}
 	spec.KillNow = s.killNow
 	if spec.KillGrace == 0 {
 		spec.KillGrace = s.cfg.Agent.KillGrace
 	}
-	spec.OnStart = func(p worker.Proc) error {
+	spec.OnStart = func(p proc.Proc) error {
 		s.st.AgentProcess = &state.Process{PID: p.PID, PGID: p.PGID, StartTime: p.StartTime, StartedAt: p.StartedAt.UTC(), Phase: phase, Argv0: spec.Argv[0]}
 		started := map[string]any{"pid": p.PID, "pgid": p.PGID, "argv0": spec.Argv[0]}
 		if phase != state.PhaseImplement {
@@ -120,7 +120,7 @@ func (s *Supervisor) runProcess(ctx context.Context, phase string, spec worker.S
 		}
 		return nil
 	}
-	res, err := worker.Run(ctx, spec)
+	res, err := proc.Run(ctx, spec)
 	s.st.AgentProcess = nil
 	if one := s.o.Single; one != nil && one.Process != nil {
 		one.Process(nil)
@@ -144,7 +144,7 @@ func (s *Supervisor) runProcess(ctx context.Context, phase string, spec worker.S
 // time budget's deadline: a git stuck past it (a slow disk, a hung network
 // file system) is stopped with its group like any process of the run.
 func (s *Supervisor) gitContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	base := worker.WithKillNow(context.WithoutCancel(ctx), s.killNow)
+	base := proc.WithKillNow(context.WithoutCancel(ctx), s.killNow)
 	stopDeadline := func() {}
 	if !s.deadline.IsZero() {
 		base, stopDeadline = context.WithDeadline(base, s.deadline)
@@ -163,7 +163,7 @@ func (s *Supervisor) gitContext(ctx context.Context) (context.Context, context.C
 
 // interrupted reports whether a signal or the time budget cut a process
 // short, and the step's result when one did.
-func (s *Supervisor) interrupted(res worker.Result) (result, bool) {
+func (s *Supervisor) interrupted(res proc.Result) (result, bool) {
 	if sig := s.signalled(); sig != nil {
 		sp := s.signalStop(sig)
 		return result{Event: Event{Outcome: Interrupted, Code: sp.Code}, stop: sp}, true
@@ -206,7 +206,7 @@ func (s *Supervisor) implement(ctx context.Context) result {
 	spend := s.watchSpend(parser)
 	defer spend.close()
 	logPath := s.store.LogPath(st.RunID, st.Tick, state.PhaseImplement)
-	spec := worker.Spec{
+	spec := proc.Spec{
 		Argv:         inv.Argv,
 		Dir:          s.dir,
 		Env:          append(agents.WithoutNestedSession(s.childEnv(state.PhaseImplement)), inv.Env...),
@@ -246,7 +246,7 @@ func (s *Supervisor) implement(ctx context.Context) result {
 	res = s.settleResult(grace, res)
 	stopWatch()
 	if err != nil {
-		if errors.Is(err, worker.ErrNotFound) {
+		if errors.Is(err, proc.ErrNotFound) {
 			return s.fallbackOn(ctx, result{Event: Event{Outcome: Fault, Code: stopreasons.WorkerNotFound},
 				stop: &stop{Stop: stopreasons.Stop{Condition: "agent.command", Message: err.Error(), Details: &stopreasons.StopDetails{Command: s.program}}}}, time.Time{}, agents.LimitNone, false)
 		}
@@ -264,7 +264,7 @@ func (s *Supervisor) implement(ctx context.Context) result {
 	}
 	ar := parser.Finish(res.ExitCode, res.Tail)
 	s.account(ar, res)
-	s.lastOutput = worker.Tail(res.Tail, feedbackLines)
+	s.lastOutput = proc.Tail(res.Tail, feedbackLines)
 	if ar.FinalText != "" {
 		s.lastOutput = ar.FinalText
 	}
@@ -301,7 +301,7 @@ func (s *Supervisor) implement(ctx context.Context) result {
 // event): what the call reported, its cost estimated from tokens whether
 // it reported one or not, and which of the two counts. A call cut short (a
 // signal, a timeout, a budget) counts what it had used.
-func (s *Supervisor) account(ar agents.Result, res worker.Result) {
+func (s *Supervisor) account(ar agents.Result, res proc.Result) {
 	st := s.st
 	u := ar.Usage()
 	cost, src := s.callCost(u)
@@ -573,7 +573,7 @@ func (s *Supervisor) guardSnapshot() (*guard.Snapshot, error) {
 // call, else a fault.
 func (s *Supervisor) gitFault(err error) result {
 	if errors.Is(err, context.DeadlineExceeded) {
-		if r, stopped := s.interrupted(worker.Result{Canceled: true}); stopped {
+		if r, stopped := s.interrupted(proc.Result{Canceled: true}); stopped {
 			return r
 		}
 	}
@@ -601,7 +601,7 @@ func onlyIn(list, of []string) []string {
 }
 
 // judgeAgent turns the adapter's result into the step's event.
-func (s *Supervisor) judgeAgent(ar agents.Result, res worker.Result) result {
+func (s *Supervisor) judgeAgent(ar agents.Result, res proc.Result) result {
 	st := s.st
 	switch ar.Class {
 	case agents.ClassRateLimit:
@@ -632,12 +632,12 @@ func (s *Supervisor) judgeAgent(ar agents.Result, res worker.Result) result {
 	if ar.IsError || ar.Signal == agents.SignalFailed || res.ExitCode != 0 {
 		text := ar.ErrorText
 		if text == "" {
-			text = worker.Tail(res.Tail, feedbackLines)
+			text = proc.Tail(res.Tail, feedbackLines)
 		}
 		cmd := s.program
 		sig := stopconditions.Signature(cmd, text)
 		st.LastFailure = &state.Failure{Tick: st.Tick, Phase: state.PhaseImplement, Command: cmd, ExitCode: res.ExitCode,
-			Tail: worker.Tail([]byte(text), feedbackLines), Signature: sig, Log: s.currentAttempt().Log}
+			Tail: proc.Tail([]byte(text), feedbackLines), Signature: sig, Log: s.currentAttempt().Log}
 		return result{Event: Event{Outcome: AgentFailed}, signature: sig,
 			errText:  firstLine(text, fmt.Sprintf("agent exited %d", res.ExitCode)),
 			errEvent: &stopconditions.ErrorEvent{Source: stopconditions.SourceAgent, Text: text}}
@@ -657,7 +657,7 @@ func (s *Supervisor) verify(ctx context.Context) result {
 	var results []state.CheckResult
 	for _, cmd := range s.cfg.Verify.Commands {
 		appendLog(logPath, fmt.Sprintf("$ %s\n", cmd))
-		res, err := s.runProcess(ctx, state.PhaseVerify, worker.Spec{
+		res, err := s.runProcess(ctx, state.PhaseVerify, proc.Spec{
 			Argv:    []string{"sh", "-c", cmd},
 			Dir:     s.dir,
 			Env:     s.childEnv(state.PhaseVerify),
@@ -674,7 +674,7 @@ func (s *Supervisor) verify(ctx context.Context) result {
 		if res.TimedOut {
 			s.sum.verify = "timed out"
 			st.LastFailure = &state.Failure{Tick: st.Tick, Phase: state.PhaseVerify, Command: cmd, ExitCode: res.ExitCode,
-				Tail: worker.Tail(res.Tail, feedbackLines), Log: s.relLog(logPath)}
+				Tail: proc.Tail(res.Tail, feedbackLines), Log: s.relLog(logPath)}
 			return result{Event: Event{Outcome: VerifyTimedOut}, stop: &stop{Stop: stopreasons.Stop{Condition: "verify.timeout", Threshold: s.cfg.Verify.Timeout.String(),
 				Message: fmt.Sprintf("%q ran past verify.timeout (%s)", cmd, s.cfg.Verify.Timeout), Details: &stopreasons.StopDetails{Command: cmd}}}}
 		}
@@ -688,7 +688,7 @@ func (s *Supervisor) verify(ctx context.Context) result {
 		results = append(results, state.CheckResult{Command: cmd, Passed: passed, ExitCode: res.ExitCode})
 		if !passed {
 			s.sum.verify = "failed"
-			tail := worker.Tail(res.Tail, feedbackLines)
+			tail := proc.Tail(res.Tail, feedbackLines)
 			sig := stopconditions.Signature(cmd, tail)
 			st.Verify = results
 			st.Counters.TestFailStreak++
@@ -731,9 +731,9 @@ func (s *Supervisor) review(ctx context.Context) result {
 	m := s.milestone()
 	logPath := s.store.LogPath(st.RunID, st.Tick, state.PhaseReview)
 	argv := s.cfg.Review.Command
-	res, err := s.runProcess(ctx, state.PhaseReview, worker.Spec{Argv: argv, Dir: s.dir, Env: s.childEnv(state.PhaseReview), LogPath: logPath, Timeout: s.cfg.Verify.Timeout})
+	res, err := s.runProcess(ctx, state.PhaseReview, proc.Spec{Argv: argv, Dir: s.dir, Env: s.childEnv(state.PhaseReview), LogPath: logPath, Timeout: s.cfg.Verify.Timeout})
 	if err != nil {
-		if errors.Is(err, worker.ErrNotFound) {
+		if errors.Is(err, proc.ErrNotFound) {
 			return result{Event: Event{Outcome: Fault, Code: stopreasons.EnvironmentInvalid}, stop: &stop{Stop: stopreasons.Stop{Condition: "review.command", Message: err.Error()}}}
 		}
 		return fault(err)
@@ -741,7 +741,7 @@ func (s *Supervisor) review(ctx context.Context) result {
 	if r, stopped := s.interrupted(res); stopped {
 		return r
 	}
-	notes := worker.Tail(res.Tail, feedbackLines)
+	notes := proc.Tail(res.Tail, feedbackLines)
 	cmd := strings.Join(argv, " ")
 	failure := &state.Failure{Tick: st.Tick, Phase: state.PhaseReview, Command: cmd, ExitCode: res.ExitCode, Tail: notes, Log: s.relLog(logPath)}
 	switch {

@@ -4,9 +4,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/runr-dev/runr/internal/proc"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
-	"github.com/runr-dev/runr/internal/worker"
 )
 
 // RecoverCrash cleans up after a runr process that died while it held run
@@ -39,7 +39,7 @@ func (s *Supervisor) RecoverCrash(st *state.State) (bool, error) {
 		tl.Append(state.AgentCallEvent, st.Tick, st.Phase, ev)
 	}
 	if p := st.AgentProcess; p != nil {
-		stopped, err = worker.StopRecorded(worker.Proc{PID: p.PID, PGID: p.PGID, StartTime: p.StartTime}, s.cfg.Agent.KillGrace)
+		stopped, err = proc.StopRecorded(proc.Proc{PID: p.PID, PGID: p.PGID, StartTime: p.StartTime}, s.cfg.Agent.KillGrace)
 		if err != nil {
 			return stopped, stopreasons.Wrap(stopreasons.InternalError, err,
 				"stop the agent process group left by the crashed runr of run %s", st.RunID)
@@ -51,7 +51,7 @@ func (s *Supervisor) RecoverCrash(st *state.State) (bool, error) {
 	}
 	// What the group stop missed: the rest of a group whose leader had
 	// exited, a process that left its group, one started but not recorded.
-	left, err := worker.StopTagged("RUNR_RUN_ID="+st.RunID, s.cfg.Agent.KillGrace)
+	left, err := proc.StopTagged("RUNR_RUN_ID="+st.RunID, s.cfg.Agent.KillGrace)
 	if err != nil {
 		return stopped, stopreasons.Wrap(stopreasons.InternalError, err, "stop the processes left by the crashed runr of run %s", st.RunID)
 	}
@@ -89,7 +89,7 @@ func (s *Supervisor) lostCallTime(st *state.State, p *state.Process, stillRunnin
 // (one that left its group, or outlived its call) before a resume starts
 // new ones, and records them in the timeline.
 func (s *Supervisor) stopLeftovers() error {
-	left, err := worker.StopTagged("RUNR_RUN_ID="+s.st.RunID, s.cfg.Agent.KillGrace)
+	left, err := proc.StopTagged("RUNR_RUN_ID="+s.st.RunID, s.cfg.Agent.KillGrace)
 	if len(left) > 0 {
 		s.event("leftovers_stopped", map[string]any{"pids": left})
 	}

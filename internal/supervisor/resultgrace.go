@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/runr-dev/runr/internal/agents"
-	"github.com/runr-dev/runr/internal/worker"
+	"github.com/runr-dev/runr/internal/proc"
 )
 
 // graceWatch ends an agent call whose CLI printed its final result but does
@@ -74,7 +74,7 @@ func (w *graceWatch) line() {
 // settle stops the watch once the call is over. When the grace ended the
 // call, it records why and returns the process's result as that of an
 // agent that exited 0 after its result.
-func (s *Supervisor) settleResult(w *graceWatch, res worker.Result) worker.Result {
+func (s *Supervisor) settleResult(w *graceWatch, res proc.Result) proc.Result {
 	if w == nil {
 		return res
 	}

@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/runr-dev/runr/internal/agents"
+	"github.com/runr-dev/runr/internal/proc"
 	"github.com/runr-dev/runr/internal/sandbox"
 	"github.com/runr-dev/runr/internal/stopreasons"
-	"github.com/runr-dev/runr/internal/worker"
 )
 
 // confinement is the sandbox a run's agent calls get, decided once before
@@ -19,7 +19,7 @@ import (
 type confinement struct {
 	decision sandbox.Decision
 	policy   sandbox.Policy
-	wrap     []string // worker.Spec.Wrap of an agent call
+	wrap     []string // proc.Spec.Wrap of an agent call
 	tmp      string   // the run's own TMPDIR, removed when the invocation ends
 }
 
@@ -197,7 +197,7 @@ func (s *Supervisor) dropSandbox() {
 
 // confine makes spec an agent call under the run's sandbox: the helper in
 // front of the program, its namespace, TMPDIR pointing at the run's own.
-func (s *Supervisor) confine(spec *worker.Spec) {
+func (s *Supervisor) confine(spec *proc.Spec) {
 	c := s.sandbox
 	if c == nil {
 		return
@@ -216,7 +216,7 @@ func (s *Supervisor) confine(spec *worker.Spec) {
 
 // sandboxFailure reports the helper's own failure at call time: its exit
 // status and its line on stderr, which no agent call printed.
-func (s *Supervisor) sandboxFailure(res worker.Result) (string, bool) {
+func (s *Supervisor) sandboxFailure(res proc.Result) (string, bool) {
 	if s.sandbox == nil || s.sandbox.wrap == nil || res.ExitCode != sandbox.ExitSetupFailed {
 		return "", false
 	}

@@ -3,8 +3,8 @@ package supervisor
 import (
 	"context"
 
+	"github.com/runr-dev/runr/internal/proc"
 	"github.com/runr-dev/runr/internal/stopconditions"
-	"github.com/runr-dev/runr/internal/worker"
 )
 
 // scriptTailBytes is how much of a script's output is kept: its last line
@@ -36,7 +36,7 @@ func (s *Supervisor) runScripts(ctx context.Context) map[string]stopconditions.S
 		if s.signalled() != nil || ctx.Err() != nil {
 			break
 		}
-		res, err := worker.Run(ctx, worker.Spec{
+		res, err := proc.Run(ctx, proc.Spec{
 			Argv:      append([]string{sc.Program}, sc.Args...),
 			Dir:       s.dir,
 			Env:       env,

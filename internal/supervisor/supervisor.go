@@ -23,10 +23,10 @@ import (
 	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/doctor"
 	"github.com/runr-dev/runr/internal/guard"
+	"github.com/runr-dev/runr/internal/proc"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopconditions"
 	"github.com/runr-dev/runr/internal/stopreasons"
-	"github.com/runr-dev/runr/internal/worker"
 )
 
 // Options configure a supervisor.
@@ -656,11 +656,11 @@ func (s *Supervisor) prepareAgent() *stop {
 	return nil
 }
 
-// lookProgram finds prog as worker.Run will start it; the error says why
+// lookProgram finds prog as proc.Run will start it; the error says why
 // not in words that follow the program's name.
 func lookProgram(prog, dir string, env []string) (string, error) {
-	path, err := worker.LookPath(prog, dir, env)
-	if nf := (*worker.NotFoundError)(nil); errors.As(err, &nf) {
+	path, err := proc.LookPath(prog, dir, env)
+	if nf := (*proc.NotFoundError)(nil); errors.As(err, &nf) {
 		return "", errors.New(nf.Reason)
 	}
 	return path, err
@@ -886,7 +886,7 @@ func agentVersion(ctx context.Context, program string, args []string) string {
 	if len(args) == 0 {
 		return ""
 	}
-	v, err := worker.Probe(ctx, worker.Spec{Argv: append([]string{program}, args...)})
+	v, err := proc.Probe(ctx, proc.Spec{Argv: append([]string{program}, args...)})
 	if err != nil {
 		return ""
 	}

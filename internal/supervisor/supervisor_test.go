@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/proc"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
-	"github.com/runr-dev/runr/internal/worker"
 )
 
 // These tests drive a Supervisor as runr does: a real git repository, a
@@ -461,7 +461,7 @@ func TestCrashRecoveryStopsTheRecordedGroup(t *testing.T) {
 	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	start, err := worker.ProcStartTime(cmd.Process.Pid)
+	start, err := proc.ProcStartTime(cmd.Process.Pid)
 	require.NoError(t, err)
 	st.AgentProcess = &state.Process{PID: cmd.Process.Pid, PGID: cmd.Process.Pid, StartTime: start, Phase: state.PhaseImplement}
 	sup := r.supervisor()

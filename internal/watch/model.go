@@ -14,7 +14,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/termtext"
 )
 
 // Defaults of Options.
@@ -486,7 +486,7 @@ func (m Model) followLines(w, h int) []string {
 
 // line is text from a run (an agent, the task, a state.json) made safe to
 // show on one line of the screen.
-func line(s string) string { return stopreasons.VisibleLine(s) }
+func line(s string) string { return termtext.VisibleLine(s) }
 
 // percent is a progress as a whole percentage; below 1% it says so
 // rather than 0%.

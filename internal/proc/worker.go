@@ -3,7 +3,7 @@
 // in its own process group, is stopped with SIGTERM, SIGCONT and then SIGKILL to
 // the whole group, and has its output streamed to a log file and a bounded tail
 // buffer so that memory stays flat whatever it prints.
-package worker
+package proc
 
 import (
 	"context"

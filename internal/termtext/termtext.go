@@ -1,4 +1,6 @@
-package stopreasons
+// Package termtext makes text that came from an agent, a log or a file safe to
+// print on a terminal: control characters are shown, never obeyed.
+package termtext
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package worker
+package proc
 
 // pidAlive reports whether pid is a live (non-zombie) process.
 func pidAlive(pid int) bool {

@@ -1,4 +1,4 @@
-package stopreasons
+package termtext
 
 import (
 	"encoding/json"
