@@ -198,14 +198,14 @@ func pruneRun(opts *PruneOptions) error {
 					if dry {
 						continue
 					}
-					if _, err := guard.DeleteBranch(ctx, repo, fmt.Sprintf("runr/%s-m%d", id, n)); err != nil {
+					if _, err := guard.DeleteBranch(ctx, repo, guard.MilestoneBranch(id, n)); err != nil {
 						return "", err
 					}
 				}
 			}
 		}
 		if opts.Branches {
-			branch := "runr/" + id
+			branch := guard.RunBranch(id)
 			var ok bool
 			var err error
 			if dry {
@@ -220,8 +220,8 @@ func pruneRun(opts *PruneOptions) error {
 				res.Branch, res.BranchDeleted = branch, !dry
 			}
 		} else if wt != "" && repoErr == nil {
-			if ok, _ := guard.BranchExists(ctx, repo, "runr/"+id); ok {
-				res.Branch = "runr/" + id
+			if ok, _ := guard.BranchExists(ctx, repo, guard.RunBranch(id)); ok {
+				res.Branch = guard.RunBranch(id)
 			}
 		}
 		return "", nil

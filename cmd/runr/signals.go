@@ -7,6 +7,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
 // notifySignals delivers SIGINT, SIGTERM and SIGHUP to the run instead of
@@ -63,7 +65,7 @@ func signalNotice(live *liveLine, grace time.Duration) func(os.Signal) {
 		defer mu.Unlock()
 		name := "Ctrl+C"
 		if sig != os.Interrupt {
-			name = signalLabel(sig)
+			_, name = stopreasons.ForSignal(sig)
 		}
 		switch {
 		case !stopping:
@@ -78,16 +80,6 @@ func signalNotice(live *liveLine, grace time.Duration) func(os.Signal) {
 			live.note("runr: Ctrl+C again: stopping the agent's process group now (SIGKILL)")
 		}
 	}
-}
-
-func signalLabel(sig os.Signal) string {
-	switch sig {
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGHUP:
-		return "SIGHUP"
-	}
-	return sig.String()
 }
 
 // note prints a line of its own on stderr, above the live line when one

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/runr-dev/runr/internal/config"
@@ -222,7 +221,7 @@ func newCoordinator(so supervisor.Options, st *state.State) *coordinator {
 		st.Parallel.Requeues = make([]int, len(st.Milestones))
 	}
 	c := &coordinator{o: so, cfg: so.Config, store: so.Store, st: st, runDir: so.Store.RunDir(st.RunID), groups: supervisor.MilestoneGroups(st.Task.Prompt),
-		home: filepath.Join(so.Store.Home, "worktrees", st.RunID), branch: "runr/" + st.RunID, start: so.Now(), baseMS: st.ElapsedMS,
+		home: filepath.Join(so.Store.Home, "worktrees", st.RunID), branch: guard.RunBranch(st.RunID), start: so.Now(), baseMS: st.ElapsedMS,
 		done: make(chan finished, n), live: map[int]figures{}}
 	c.integ = filepath.Join(c.home, "main")
 	// A resumed run's budget goes on from what it spent before: the
@@ -408,13 +407,7 @@ func (c *coordinator) loop(ctx context.Context) *stopreasons.Stop {
 			}
 		case sig := <-sigs:
 			if sp == nil {
-				code, name := stopreasons.Terminated, "SIGTERM"
-				switch sig {
-				case os.Interrupt:
-					code, name = stopreasons.UserStopped, "SIGINT"
-				case syscall.SIGHUP:
-					name = "SIGHUP"
-				}
+				code, name := stopreasons.ForSignal(sig)
 				sp = &stopreasons.Stop{Code: code, Condition: "signal", Message: name}
 			}
 		}
@@ -599,7 +592,7 @@ func (c *coordinator) begin(ctx context.Context, k int, j job) {
 func (c *coordinator) workerDir(k int) string { return filepath.Join(c.home, "w"+strconv.Itoa(k)) }
 
 func (c *coordinator) milestoneBranch(n int) string {
-	return fmt.Sprintf("runr/%s-m%d", c.st.RunID, n)
+	return guard.MilestoneBranch(c.st.RunID, n)
 }
 
 // work runs milestone j on worker k: its worktree on the milestone's branch
@@ -1060,11 +1053,8 @@ func (c *coordinator) finish(sp *stopreasons.Stop) (*state.State, error) {
 	sig := c.sig // watchSignals may still be taking one
 	c.mu.Unlock()
 	if sig != nil && sp.Code != stopreasons.UserStopped && sp.Code != stopreasons.Terminated && sp.Code != stopreasons.Complete {
-		code := stopreasons.Terminated
-		if sig == os.Interrupt {
-			code = stopreasons.UserStopped
-		}
-		sp = &stopreasons.Stop{Code: code, Condition: "signal", Message: fmt.Sprintf("%v", sig)}
+		code, name := stopreasons.ForSignal(sig)
+		sp = &stopreasons.Stop{Code: code, Condition: "signal", Message: name}
 	}
 	now := c.o.Now().UTC()
 	st.ElapsedMS = c.baseMS + now.Sub(c.start).Milliseconds()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/runr-dev/runr/internal/parallel"
@@ -196,14 +195,7 @@ func waitOrStop(store *state.Store, sigs <-chan os.Signal, id string, until time
 		case <-timer.C:
 			return "", ""
 		case sig := <-sigs:
-			switch sig {
-			case os.Interrupt:
-				return stopreasons.UserStopped, "SIGINT"
-			case syscall.SIGHUP:
-				return stopreasons.Terminated, "SIGHUP"
-			default:
-				return stopreasons.Terminated, "SIGTERM"
-			}
+			return stopreasons.ForSignal(sig)
 		case <-poll.C:
 			if store.StopRequested(id) {
 				return stopreasons.UserStopped, "runr stop"

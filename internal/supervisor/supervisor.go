@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -559,7 +558,7 @@ func (s *Supervisor) ensureWorktree(ctx context.Context) *stop {
 		}
 	}
 	wt := filepath.Join(s.store.Home, "worktrees", st.RunID)
-	branch := "runr/" + st.RunID
+	branch := guard.RunBranch(st.RunID)
 	if err := guard.AddWorktree(ctx, s.o.Repo, wt, branch); err != nil {
 		return &stop{Stop: stopreasons.Stop{Code: stopreasons.EnvironmentInvalid, Message: err.Error()}}
 	}
@@ -801,11 +800,8 @@ func (s *Supervisor) watchSignals(cancel context.CancelCauseFunc) func() {
 				s.mu.Lock()
 				first := s.sigReason == nil
 				if first {
-					code := stopreasons.Terminated
-					if sig == os.Interrupt {
-						code = stopreasons.UserStopped
-					}
-					s.sigReason = &signalStop{code: code, name: signalName(sig)}
+					code, name := stopreasons.ForSignal(sig)
+					s.sigReason = &signalStop{code: code, name: name}
 				}
 				s.mu.Unlock()
 				if first {
@@ -827,18 +823,6 @@ func (s *Supervisor) watchSignals(cancel context.CancelCauseFunc) func() {
 }
 
 var errSignal = errors.New("signal received")
-
-func signalName(sig os.Signal) string {
-	switch sig {
-	case os.Interrupt:
-		return "SIGINT"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGHUP:
-		return "SIGHUP"
-	}
-	return sig.String()
-}
 
 func (s *Supervisor) signalled() *signalStop {
 	s.mu.Lock()
