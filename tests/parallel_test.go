@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -157,4 +158,32 @@ echo "RUNR_STATUS: done"`
 func fmtNum(v any) string {
 	f, _ := v.(float64)
 	return strconv.Itoa(int(f))
+}
+
+// TestParallelAgentSeesTheRun: in a parallel run each agent's RUNR_RUN_ID
+// and RUNR_RUN_DIR name the run a user knows, so `runr status
+// "$RUNR_RUN_ID"` from inside the agent finds it, and RUNR_WORKER says
+// which worker runs the call.
+func TestParallelAgentSeesTheRun(t *testing.T) {
+	repo := newRepo(t)
+	out := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "TASK.md"), []byte("# Two\n- [ ] one\n- [ ] two\n"), 0o644))
+	agent := `runr status "$RUNR_RUN_ID" >/dev/null 2>&1; ` +
+		`printf '%s %s %s %s\n' "$?" "$RUNR_WORKER" "$RUNR_RUN_ID" "$RUNR_RUN_DIR" > "$OUT/m$RUNR_MILESTONE"; ` +
+		`echo "$RUNR_MILESTONE" > "f$RUNR_MILESTONE.txt"; echo "RUNR_STATUS: done"`
+	code, stdout, stderr := runrEnv(t, repo, []string{"OUT=" + out}, "run", "--run-id", "seen", "--task", "TASK.md", "--parallel", "2", "--", "sh", "-c", agent)
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	workers := map[string]bool{}
+	for _, m := range []string{"m1", "m2"} {
+		b, err := os.ReadFile(filepath.Join(out, m))
+		require.NoError(t, err, "milestone %s's agent ran", m)
+		f := strings.Fields(string(b))
+		require.Len(t, f, 4, "%q", b)
+		assert.Equal(t, "0", f[0], "runr status \"$RUNR_RUN_ID\" from inside the agent of %s", m)
+		assert.Contains(t, []string{"1", "2"}, f[1], "RUNR_WORKER of %s", m)
+		workers[f[1]] = true
+		assert.Equal(t, "seen", f[2], "RUNR_RUN_ID of %s", m)
+		assert.Equal(t, filepath.Join(repo, ".git", "runr", "runs", "seen"), f[3], "RUNR_RUN_DIR of %s", m)
+	}
+	assert.NotEmpty(t, workers)
 }

@@ -18,6 +18,7 @@ var notKeys = map[string]bool{
 	"RUNR_PHASE":          true,
 	"RUNR_MILESTONE":      true,
 	"RUNR_MILESTONE_GOAL": true,
+	"RUNR_WORKER":         true,
 	"RUNR_STOP_REASON":    true,
 	"RUNR_EXIT_CODE":      true,
 }

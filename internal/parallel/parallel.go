@@ -636,7 +636,8 @@ func (c *coordinator) work(ctx context.Context, k int, j job, runID string, sign
 	o.Milestones = nil
 	o.Prompt = withFeedback(c.o.Prompt, feedback)
 	o.Flags.Worktree = true
-	o.Single = &supervisor.Single{Milestone: j.milestone, Worktree: dir, Branch: branch, Shared: c.shared(k), Others: c.others(k),
+	o.Single = &supervisor.Single{Milestone: j.milestone, Worktree: dir, Branch: branch, RunID: c.st.RunID, RunDir: c.runDir, Worker: k,
+		Shared: c.shared(k), Others: c.others(k),
 		Process: func(p *state.Process) {
 			c.mu.Lock()
 			c.slots[k-1].AgentProcess = p

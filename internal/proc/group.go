@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -107,20 +108,21 @@ func StopRecorded(p Proc, grace time.Duration) (bool, error) {
 	return true, nil
 }
 
-// StopTagged stops every process whose environment holds kv (runr gives
-// each process of a run RUNR_RUN_ID=<id>), wherever it is: one that left
+// StopTagged stops every process whose environment holds every one of tags
+// (runr gives each process of a run RUNR_RUN_ID=<id>, and a parallel run's
+// worker RUNR_WORKER=<k> as well), wherever it is: one that left
 // its process group (setsid) or outlived a runr killed before it recorded
-// it. A group whose every member carries kv is stopped as a group; any
+// it. A group whose every member carries them is stopped as a group; any
 // other tagged process alone. runr's own process and group are never
 // signalled, and each signal follows a fresh reading of the environment,
 // so a pid since reused by another program is left alone. SIGTERM and
 // SIGCONT first, SIGKILL after grace. It returns the pids it found. Linux
 // only: elsewhere it finds nothing.
-func StopTagged(kv string, grace time.Duration) ([]int, error) {
+func StopTagged(grace time.Duration, tags ...string) ([]int, error) {
 	self, own := os.Getpid(), syscall.Getpgrp()
 	find := func() []int {
 		var out []int
-		for _, pid := range tagged(kv) {
+		for _, pid := range tagged(tags) {
 			if pid == self {
 				continue
 			}
@@ -142,7 +144,7 @@ func StopTagged(kv string, grace time.Duration) ([]int, error) {
 			if err != nil || done[pgid] {
 				continue
 			}
-			if wholeGroup(pgid, kv) {
+			if wholeGroup(pgid, tags) {
 				done[pgid] = true
 				_ = signalGroup(pgid, sig)
 				if sig == syscall.SIGTERM {
@@ -150,7 +152,7 @@ func StopTagged(kv string, grace time.Duration) ([]int, error) {
 				}
 				continue
 			}
-			if carries(pid, kv) {
+			if carries(pid, tags) {
 				_ = syscall.Kill(pid, sig)
 				if sig == syscall.SIGTERM {
 					_ = syscall.Kill(pid, syscall.SIGCONT)
@@ -178,17 +180,17 @@ func StopTagged(kv string, grace time.Duration) ([]int, error) {
 	if gone(killWait) {
 		return found, nil
 	}
-	return found, fmt.Errorf("processes %v with %s are still alive after SIGKILL; check them with ps", find(), kv)
+	return found, fmt.Errorf("processes %v with %s are still alive after SIGKILL; check them with ps", find(), strings.Join(tags, " "))
 }
 
-// wholeGroup reports whether every live member of group pgid carries kv.
-func wholeGroup(pgid int, kv string) bool {
+// wholeGroup reports whether every live member of group pgid carries tags.
+func wholeGroup(pgid int, tags []string) bool {
 	members := GroupMembers(pgid)
 	if len(members) == 0 {
 		return false
 	}
 	for _, pid := range members {
-		if !carries(pid, kv) {
+		if !carries(pid, tags) {
 			return false
 		}
 	}

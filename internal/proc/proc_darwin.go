@@ -30,9 +30,9 @@ func onlyZombies(pgid int) bool { return false }
 
 // Without /proc the environment of another process cannot be read: no
 // process is found by it.
-func tagged(kv string) []int { return nil }
+func tagged(tags []string) []int { return nil }
 
-func carries(pid int, kv string) bool { return false }
+func carries(pid int, tags []string) bool { return false }
 
 // growPipe keeps the default pipe: macOS sizes pipes by itself.
 func growPipe(f *os.File, size int) {}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"syscall"
 )
@@ -89,10 +90,10 @@ func onlyZombies(pgid int) bool {
 	return err == nil && len(members) == 0
 }
 
-// tagged lists the live processes whose environment holds kv ("NAME=value"
-// exactly), read from /proc/PID/environ. Processes whose environment cannot
-// be read (another user's) are not listed.
-func tagged(kv string) []int {
+// tagged lists the live processes whose environment holds every one of
+// tags ("NAME=value" exactly), read from /proc/PID/environ. Processes whose
+// environment cannot be read (another user's) are not listed.
+func tagged(tags []string) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -103,26 +104,31 @@ func tagged(kv string) []int {
 		if err != nil {
 			continue
 		}
-		if carries(pid, kv) {
+		if carries(pid, tags) {
 			out = append(out, pid)
 		}
 	}
 	return out
 }
 
-// carries reports whether live process pid has kv in its environment.
-func carries(pid int, kv string) bool {
+// carries reports whether live process pid has every one of tags in its
+// environment.
+func carries(pid int, tags []string) bool {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
+	if err != nil || len(tags) == 0 {
 		return false
 	}
+	found := 0
 	for _, v := range bytes.Split(data, []byte{0}) {
-		if string(v) == kv {
-			st, err := readProcStat(pid)
-			return err == nil && st.state != 'Z'
+		if slices.Contains(tags, string(v)) {
+			found++
 		}
 	}
-	return false
+	if found < len(tags) {
+		return false
+	}
+	st, err := readProcStat(pid)
+	return err == nil && st.state != 'Z'
 }
 
 // F_SETPIPE_SZ, from fcntl.h.

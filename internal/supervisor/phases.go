@@ -62,6 +62,10 @@ func (s *Supervisor) childEnv(phase string) []string {
 		"RUNR_ITERATION": strconv.Itoa(st.Iteration),
 		"RUNR_PHASE":     phase,
 	}
+	if one := s.o.Single; one != nil && one.RunID != "" {
+		set["RUNR_RUN_ID"], set["RUNR_RUN_DIR"] = one.RunID, one.RunDir
+		set["RUNR_WORKER"] = strconv.Itoa(one.Worker)
+	}
 	if st.MilestoneIndex < len(st.Milestones) {
 		set["RUNR_MILESTONE"] = strconv.Itoa(st.MilestoneIndex + 1)
 		set["RUNR_MILESTONE_GOAL"] = st.Milestones[st.MilestoneIndex].Goal

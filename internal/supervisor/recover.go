@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/runr-dev/runr/internal/proc"
@@ -51,7 +52,7 @@ func (s *Supervisor) RecoverCrash(st *state.State) (bool, error) {
 	}
 	// What the group stop missed: the rest of a group whose leader had
 	// exited, a process that left its group, one started but not recorded.
-	left, err := proc.StopTagged("RUNR_RUN_ID="+st.RunID, s.cfg.Agent.KillGrace)
+	left, err := proc.StopTagged(s.cfg.Agent.KillGrace, s.processTags(st)...)
 	if err != nil {
 		return stopped, stopreasons.Wrap(stopreasons.InternalError, err, "stop the processes left by the crashed runr of run %s", st.RunID)
 	}
@@ -85,11 +86,22 @@ func (s *Supervisor) lostCallTime(st *state.State, p *state.Process, stillRunnin
 	return max(end.Sub(p.StartedAt), 0)
 }
 
-// stopLeftovers stops every process still carrying the run's RUNR_RUN_ID
-// (one that left its group, or outlived its call) before a resume starts
-// new ones, and records them in the timeline.
+// processTags are the variables that mark each process of the run in its
+// environment (childEnv): its RUNR_RUN_ID, and in a parallel run's worker,
+// the parallel run's id and RUNR_WORKER, so that one worker's leftovers
+// are told from another's.
+func (s *Supervisor) processTags(st *state.State) []string {
+	if one := s.o.Single; one != nil && one.RunID != "" {
+		return []string{"RUNR_RUN_ID=" + one.RunID, "RUNR_WORKER=" + strconv.Itoa(one.Worker)}
+	}
+	return []string{"RUNR_RUN_ID=" + st.RunID}
+}
+
+// stopLeftovers stops every process still carrying the run's tags (one
+// that left its group, or outlived its call) before a resume starts new
+// ones, and records them in the timeline.
 func (s *Supervisor) stopLeftovers() error {
-	left, err := proc.StopTagged("RUNR_RUN_ID="+s.st.RunID, s.cfg.Agent.KillGrace)
+	left, err := proc.StopTagged(s.cfg.Agent.KillGrace, s.processTags(s.st)...)
 	if len(left) > 0 {
 		s.event("leftovers_stopped", map[string]any{"pids": left})
 	}

@@ -72,6 +72,12 @@ type Options struct {
 type Single struct {
 	Milestone        int // 1-based, of Milestones(Prompt)
 	Worktree, Branch string
+	// RunID and RunDir name the parallel run the worker works for, and
+	// Worker its slot (1-based): the agent's RUNR_RUN_ID, RUNR_RUN_DIR
+	// and RUNR_WORKER, so that `runr status "$RUNR_RUN_ID"` from inside
+	// the agent finds the run a user knows, not the worker's own record.
+	RunID, RunDir string
+	Worker        int
 	// Shared, when set, turns the snapshot the stop rules judge after each
 	// step into the parallel run's: it adds what the other workers spent
 	// (cost, tokens, iterations, ticks, attempts) to this worker's figures.
