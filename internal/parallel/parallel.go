@@ -1059,7 +1059,7 @@ func (c *coordinator) finish(sp *stopreasons.Stop) (*state.State, error) {
 	}
 	now := c.o.Now().UTC()
 	st.ElapsedMS = c.baseMS + now.Sub(c.start).Milliseconds()
-	st.Statistics = statistics(st)
+	st.Statistics = st.Tally()
 	reason := state.NewStopReason(sp.Code, st.Statistics.Approved, sp.Message)
 	full := *sp
 	if full.Details == nil {
@@ -1125,22 +1125,6 @@ func (c *coordinator) cleanUp() {
 	c.mu.Unlock()
 }
 
-func statistics(st *state.State) state.Statistics {
-	s := state.Statistics{TotalMilestones: len(st.Milestones)}
-	for _, m := range st.Milestones {
-		if m.Attempted() {
-			s.Attempted++
-		}
-		switch m.Status {
-		case state.MilestoneApproved:
-			s.Approved++
-		case state.MilestoneFailed:
-			s.Failed++
-		}
-	}
-	return s
-}
-
 // save writes state.json with the worker slots as they are now.
 func (c *coordinator) save() error {
 	c.mu.Lock()
@@ -1153,7 +1137,7 @@ func (c *coordinator) save() error {
 		c.st.Workers = slots
 	}
 	c.st.ElapsedMS = c.baseMS + c.o.Now().Sub(c.start).Milliseconds()
-	c.st.Statistics = statistics(c.st)
+	c.st.Statistics = c.st.Tally()
 	return c.store.Save(c.st)
 }
 
