@@ -1,6 +1,8 @@
 package agents
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -49,8 +51,9 @@ func TestAdapterFacts(t *testing.T) {
 	assert.Empty(t, RootSandboxProblem("cursor", "", 0, nil))
 }
 
-// The usage kinds a budget message proposes are those whose CLI reports
-// cost or tokens.
+// The kinds a budget message proposes are those whose CLI reports cost or
+// tokens: every kind but command.
 func TestUsageKinds(t *testing.T) {
-	assert.Equal(t, "claude, codex, gemini, opencode, aider, qwen", usageKinds())
+	want := slices.DeleteFunc(Kinds(), func(k string) bool { return k == CommandKind })
+	assert.Equal(t, strings.Join(want, ", "), usageKinds())
 }
