@@ -2,7 +2,9 @@ package tests
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -147,4 +149,32 @@ func TestRecordQwen(t *testing.T) {
 			api.Check(t)
 		})
 	}
+}
+
+// TestQwenActivityInProgressAndLogs: a Qwen Code run from a recorded
+// session (Claude Code's stream shape) shows its tool calls and messages as
+// it goes and records them in the timeline, as a Claude Code run does.
+func TestQwenActivityInProgressAndLogs(t *testing.T) {
+	repo := newRepo(t)
+	fake := t.TempDir()
+	data, err := os.ReadFile(filepath.Join(binDir, "fakeagent"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(fake, "qwen"), data, 0o755))
+	recorded, err := filepath.Abs(filepath.Join("..", "internal", "agents", "testdata", "qwen", "success.jsonl"))
+	require.NoError(t, err)
+
+	cmd := exec.Command(filepath.Join(binDir, "runr"), "run", "--agent", "qwen", "--prompt", "write hello.txt", "--verify", "true")
+	cmd.Dir = repo
+	cmd.Env = append(testEnv(repo), "PATH="+fake+string(os.PathListSeparator)+binDir+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"FAKEAGENT_REPLAY="+recorded, "RUNR_BUDGET_TIME=2m")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Run(), "stderr: %s", stderr.String())
+	assert.Contains(t, stderr.String(), "runr:   > write_file /work/repo/hello.txt\n", "a path outside the work tree stays absolute")
+	assert.Contains(t, stderr.String(), "runr:   \" Wrote hello.txt.\n")
+
+	code, stdout, errOut := runrCmd(t, repo, "logs", "latest", "--tick", "1")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, stdout, "  > write_file /work/repo/hello.txt\n")
+	assert.Contains(t, stdout, "  \" Wrote hello.txt.\n")
 }

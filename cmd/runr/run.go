@@ -59,7 +59,7 @@ var configFlags = []struct {
 	list             bool
 	kind             string
 }{
-	{"agent", "agent.kind", "agent kind: claude, codex, gemini, opencode, aider, qwen or command", false, "string"},
+	{"agent", "agent.kind", "agent kind: " + kindsText(), false, "string"},
 	{"verify", "verify.commands", "verification command, run with sh -c (repeatable)", true, ""},
 	{"time", "budget.time", "time budget, e.g. 30m or 1h30m (a bare number means minutes)", false, "duration"},
 	{"max-ticks", "budget.max_ticks", "at most this many phase steps", false, "int"},
@@ -70,6 +70,19 @@ var configFlags = []struct {
 	{"protect", "scope.protect", "glob of existing files the agent may not modify, delete or rename; new ones may be added (repeatable)", true, ""},
 	{"parallel", "parallel.workers", "work up to N milestones of a ## group at once, each in its own worktree, merged through a verified queue (docs/parallel.md)", false, "int"},
 	{"sandbox", "sandbox.mode", "confine the agent's writes with Landlock: on, auto or off (--sandbox alone means on; write --sandbox=MODE)", false, "mode"},
+}
+
+// kindsText lists the agent kinds for --agent's help: "claude, codex, ...
+// or command".
+func kindsText() string {
+	k := agents.Kinds()
+	return strings.Join(k[:len(k)-1], ", ") + " or " + k[len(k)-1]
+}
+
+// adapterKinds are the kinds of agent CLIs runr has an adapter for: every
+// kind but command, which runs any program.
+func adapterKinds() []string {
+	return slices.DeleteFunc(agents.Kinds(), func(k string) bool { return k == agents.CommandKind })
 }
 
 // NewCmdRun builds `runr run`; runF, when a test passes one, gets the parsed
@@ -133,7 +146,7 @@ it exits 0, or with the code the run would stop with.`,
 			}
 			if len(opts.AgentArgv) > 0 {
 				opts.Overrides = append(opts.Overrides,
-					config.Override{Key: "agent.kind", Value: "command", Source: "-- ARGV"},
+					config.Override{Key: "agent.kind", Value: agents.CommandKind, Source: "-- ARGV"},
 					config.Override{Key: "agent.command", Value: opts.AgentArgv, Source: "-- ARGV"})
 			}
 			if opts.Task != "" {
@@ -199,9 +212,10 @@ func runRun(opts *RunOptions) error {
 	if supervisor.AllChecked(prompt) {
 		return nothingToDo(io, repo, taskFile, opts.JSON)
 	}
-	if cfg.Agent.Kind == "command" && len(cfg.Agent.Command) == 0 {
+	if cfg.Agent.Kind == agents.CommandKind && len(cfg.Agent.Command) == 0 {
 		// Like a missing task, nothing to run: no run is created.
-		return stopreasons.Errorf(stopreasons.UsageError, "no agent: give its argv after -- (runr run --task TASK.md -- ./my-agent.sh), pass --agent claude|codex|gemini|opencode|aider, or set agent.kind / agent.command in runr.yaml")
+		return stopreasons.Errorf(stopreasons.UsageError, "no agent: give its argv after -- (runr run --task TASK.md -- ./my-agent.sh), pass --agent %s, or set agent.kind / agent.command in runr.yaml",
+			strings.Join(adapterKinds(), "|"))
 	}
 	if err := checkPromptArgv(cfg, prompt); err != nil {
 		return err
@@ -387,7 +401,7 @@ func readTask(repo string, opts *RunOptions, cfg *config.Config) (string, string
 // checkPromptArgv refuses, before the run is created, a first prompt that
 // the agent's argv cannot carry in {prompt}.
 func checkPromptArgv(cfg *config.Config, task string) error {
-	if cfg.Agent.Kind != "command" {
+	if cfg.Agent.Kind != agents.CommandKind {
 		return nil
 	}
 	return agents.CheckArgvPrompt(cfg.Agent.Command, supervisor.FirstPrompt(task, cfg.Agent.CompletionPromise))

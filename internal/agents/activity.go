@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -46,20 +45,21 @@ type ActivityReader interface {
 	Flush() []Activity
 }
 
-// NewActivityReader returns the reader of an agent kind's stream; paths
-// under dir are shown relative to it. A kind whose output is not a stream of
-// events (aider, command) shows its latest output line.
+// EventReader returns the reader of an agent kind's stream of events, paths
+// under dir shown relative to it; nil when the kind's output is plain text
+// (or the kind is unknown).
+func EventReader(kind, dir string) ActivityReader {
+	if a, ok := lookup(kind); ok {
+		return a.NewActivityReader(dir)
+	}
+	return nil
+}
+
+// NewActivityReader returns the reader of an agent kind's output: its
+// stream of events (EventReader), else its latest output line.
 func NewActivityReader(kind, dir string) ActivityReader {
-	b := activityBase{dir: dir, tools: map[string]string{}}
-	switch kind {
-	case "claude", "qwen": // Qwen Code streams Claude Code's events
-		return &claudeActivity{b}
-	case "codex":
-		return &codexActivity{b}
-	case "gemini":
-		return &geminiActivity{activityBase: b}
-	case "opencode":
-		return &opencodeActivity{b}
+	if r := EventReader(kind, dir); r != nil {
+		return r
 	}
 	return lineActivity{}
 }
@@ -70,6 +70,10 @@ const maxOpenTools = 256
 type activityBase struct {
 	dir   string
 	tools map[string]string // tool call id → tool name, until its result
+}
+
+func newActivityBase(dir string) activityBase {
+	return activityBase{dir: dir, tools: map[string]string{}}
 }
 
 func (b *activityBase) open(id, tool string) {
@@ -188,264 +192,8 @@ func (lineActivity) Line(line []byte) []Activity {
 
 func (lineActivity) Flush() []Activity { return nil }
 
-// claudeActivity reads Claude Code's stream-json: tool_use blocks of
-// assistant messages, tool_result blocks flagged is_error, and text blocks.
-type claudeActivity struct{ activityBase }
-
-func (a *claudeActivity) Line(line []byte) []Activity {
-	var ev struct {
-		Type    string `json:"type"`
-		Message *struct {
-			Content []struct {
-				Type    string         `json:"type"`
-				Text    string         `json:"text"`
-				ID      string         `json:"id"`
-				Name    string         `json:"name"`
-				Input   map[string]any `json:"input"`
-				ToolUse string         `json:"tool_use_id"`
-				IsError bool           `json:"is_error"`
-				Content any            `json:"content"`
-			} `json:"content"`
-		} `json:"message"`
-	}
-	if (!jsonLine(line, "assistant") && !jsonLine(line, "user")) || !decodeLine(line, &ev) || ev.Message == nil {
-		return nil
-	}
-	var out []Activity
-	for _, c := range ev.Message.Content {
-		switch {
-		case ev.Type == "assistant" && c.Type == "tool_use":
-			a.open(c.ID, c.Name)
-			out = append(out, tool(c.Name, a.summary(c.Input)))
-		case ev.Type == "assistant" && c.Type == "text":
-			out = append(out, message(c.Text)...)
-		case ev.Type == "user" && c.Type == "tool_result":
-			name := a.closeTool(c.ToolUse)
-			if c.IsError {
-				out = append(out, toolError(name, resultText(c.Content)))
-			}
-		}
-	}
-	return out
-}
-
-func (a *claudeActivity) Flush() []Activity { return nil }
-
-// resultText is a tool result's text: a string, or the text blocks of a list.
-func resultText(v any) string {
-	switch c := v.(type) {
-	case string:
-		return c
-	case []any:
-		var parts []string
-		for _, b := range c {
-			if m, ok := b.(map[string]any); ok {
-				if s, ok := m["text"].(string); ok {
-					parts = append(parts, s)
-				}
-			}
-		}
-		return strings.Join(parts, "\n")
-	}
-	return ""
-}
-
 // jsonLine is a cheap test that a line may be an event of one of the types
 // an activity reader looks at, before it is decoded.
 func jsonLine(line []byte, typ string) bool {
 	return bytes.Contains(line, []byte(`"`+typ+`"`))
 }
-
-// codexActivity reads `codex exec --json`: commands as they start (and the
-// ones that fail), file changes, agent messages.
-type codexActivity struct{ activityBase }
-
-func (a *codexActivity) Line(line []byte) []Activity {
-	if !jsonLine(line, "item.started") && !jsonLine(line, "item.completed") {
-		return nil
-	}
-	var ev struct {
-		Type string `json:"type"`
-		Item struct {
-			ID       string `json:"id"`
-			Type     string `json:"type"`
-			Command  string `json:"command"`
-			Text     string `json:"text"`
-			ExitCode *int   `json:"exit_code"`
-			Output   string `json:"aggregated_output"`
-			Status   string `json:"status"`
-			Changes  []struct {
-				Path string `json:"path"`
-				Kind string `json:"kind"`
-			} `json:"changes"`
-			Server string `json:"server"`
-			Tool   string `json:"tool"`
-			Query  string `json:"query"`
-		} `json:"item"`
-	}
-	if !decodeLine(line, &ev) {
-		return nil
-	}
-	it := ev.Item
-	switch {
-	case it.Type == "command_execution" && ev.Type == "item.started":
-		return []Activity{tool("Bash", shellCommand(it.Command))}
-	case it.Type == "command_execution" && ev.Type == "item.completed" && (it.ExitCode != nil && *it.ExitCode != 0 || it.Status == "failed"):
-		code := ""
-		if it.ExitCode != nil {
-			code = "exit " + strconv.Itoa(*it.ExitCode) + ": "
-		}
-		return []Activity{toolError("Bash", code+firstLine(it.Output))}
-	case it.Type == "file_change" && ev.Type == "item.completed":
-		var paths []string
-		for _, c := range it.Changes {
-			paths = append(paths, a.rel(c.Path))
-		}
-		return []Activity{tool("Edit", strings.Join(paths, " "))}
-	case it.Type == "mcp_tool_call" && ev.Type == "item.started":
-		return []Activity{tool(it.Server+"."+it.Tool, "")}
-	case it.Type == "web_search" && ev.Type == "item.started":
-		return []Activity{tool("WebSearch", it.Query)}
-	case it.Type == "agent_message" && ev.Type == "item.completed":
-		return message(it.Text)
-	}
-	return nil
-}
-
-func (a *codexActivity) Flush() []Activity { return nil }
-
-// shellCommand takes the command out of codex's `bash -lc '...'` wrapper.
-func shellCommand(c string) string {
-	for _, p := range []string{"bash -lc ", "/bin/bash -lc ", "sh -c "} {
-		if rest, ok := strings.CutPrefix(c, p); ok {
-			if u, err := strconv.Unquote(rest); err == nil {
-				return u
-			}
-			if len(rest) >= 2 && rest[0] == '\'' && rest[len(rest)-1] == '\'' {
-				return rest[1 : len(rest)-1]
-			}
-			return rest
-		}
-	}
-	return c
-}
-
-// geminiActivity reads Gemini CLI's stream-json: tool_use and tool_result
-// events, and assistant messages, which come in pieces (delta) and are
-// shown once a message is whole.
-type geminiActivity struct {
-	activityBase
-	msg strings.Builder
-}
-
-var geminiTools = map[string]string{
-	"run_shell_command":   "Bash",
-	"write_file":          "Write",
-	"replace":             "Edit",
-	"read_file":           "Read",
-	"read_many_files":     "Read",
-	"glob":                "Glob",
-	"search_file_content": "Grep",
-	"list_directory":      "LS",
-	"web_fetch":           "WebFetch",
-	"google_web_search":   "WebSearch",
-}
-
-func (a *geminiActivity) Line(line []byte) []Activity {
-	var ev struct {
-		Type       string         `json:"type"`
-		Role       string         `json:"role"`
-		Content    string         `json:"content"`
-		Delta      bool           `json:"delta"`
-		ToolName   string         `json:"tool_name"`
-		ToolID     string         `json:"tool_id"`
-		Parameters map[string]any `json:"parameters"`
-		Status     string         `json:"status"`
-		Output     string         `json:"output"`
-		Error      *struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if !decodeLine(line, &ev) {
-		return nil
-	}
-	if ev.Type == "message" && ev.Role == "assistant" {
-		if a.msg.Len() < 4*maxActivityText {
-			a.msg.WriteString(ev.Content)
-		}
-		if ev.Delta {
-			return nil
-		}
-	}
-	out := a.Flush()
-	switch ev.Type {
-	case "tool_use":
-		name := ev.ToolName
-		if n, ok := geminiTools[name]; ok {
-			name = n
-		}
-		a.open(ev.ToolID, name)
-		out = append(out, tool(name, a.summary(ev.Parameters)))
-	case "tool_result":
-		name := a.closeTool(ev.ToolID)
-		if ev.Status == "error" {
-			text := ev.Output
-			if ev.Error != nil && ev.Error.Message != "" {
-				text = ev.Error.Message
-			}
-			out = append(out, toolError(name, text))
-		}
-	}
-	return out
-}
-
-func (a *geminiActivity) Flush() []Activity {
-	if a.msg.Len() == 0 {
-		return nil
-	}
-	text := a.msg.String()
-	a.msg.Reset()
-	return message(text)
-}
-
-// opencodeActivity reads `opencode run --format json`: tool parts with
-// their state, and text parts.
-type opencodeActivity struct{ activityBase }
-
-func (a *opencodeActivity) Line(line []byte) []Activity {
-	if !jsonLine(line, "tool_use") && !jsonLine(line, "text") {
-		return nil
-	}
-	var ev struct {
-		Type string `json:"type"`
-		Part struct {
-			Type  string `json:"type"`
-			Text  string `json:"text"`
-			Tool  string `json:"tool"`
-			State struct {
-				Status string         `json:"status"`
-				Input  map[string]any `json:"input"`
-				Error  string         `json:"error"`
-			} `json:"state"`
-		} `json:"part"`
-	}
-	if !decodeLine(line, &ev) {
-		return nil
-	}
-	switch ev.Type {
-	case "tool_use":
-		name := ev.Part.Tool
-		if name != "" {
-			name = strings.ToUpper(name[:1]) + name[1:]
-		}
-		if ev.Part.State.Status == "error" {
-			return []Activity{tool(name, a.summary(ev.Part.State.Input)), toolError(name, ev.Part.State.Error)}
-		}
-		return []Activity{tool(name, a.summary(ev.Part.State.Input))}
-	case "text":
-		return message(ev.Part.Text)
-	}
-	return nil
-}
-
-func (a *opencodeActivity) Flush() []Activity { return nil }

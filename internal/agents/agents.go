@@ -8,11 +8,7 @@ package agents
 
 import (
 	"math"
-	"sort"
-	"strings"
 	"time"
-
-	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
 // DefaultPromise is the completion promise used when Request.Promise is empty.
@@ -215,13 +211,25 @@ func (r Result) Usage() Usage {
 		CacheWriteTokens: r.CacheWriteTokens, CostUSD: r.CostUSD, CostKnown: r.CostKnown, Model: r.Model}
 }
 
-// Adapter knows one agent CLI.
+// Adapter knows one agent CLI: everything runr does differently for one
+// kind of agent is a method of its adapter, and nothing else in runr
+// switches on a kind's name. An adapter is made known by its line in the
+// registry (registry.go).
+//
+// Two facts only some CLIs have are optional methods: MayReportUsage (a
+// command agent's usage depends on the program) and StartProblem (Claude
+// Code refuses to start as root in some settings).
 type Adapter interface {
 	Kind() string
-	// Program is the program runr looks up on PATH.
+	// Program is the program runr looks up on PATH; "" when the kind has
+	// no program of its own (a command agent without its argv).
 	Program(req Request) string
 	Invocation(req Request) (Invocation, error)
 	NewParser(req Request) Parser
+	// NewActivityReader reads the CLI's stream of events as activities,
+	// paths under dir shown relative to it; nil when its output is plain
+	// text, of which the latest line is shown instead.
+	NewActivityReader(dir string) ActivityReader
 	// VersionArgs prints the CLI's version; nil when there is none to ask.
 	VersionArgs() []string
 	// CredentialEnv names the environment variables that carry credentials.
@@ -231,6 +239,21 @@ type Adapter interface {
 	ReportsCost() bool
 	// ReportsTokens says whether the CLI reports the tokens of a call.
 	ReportsTokens() bool
+	// InputHoldsCacheReads says whether the CLI counts the tokens read
+	// from the cache inside its input tokens (as OpenAI's and Google's
+	// APIs report them), where Anthropic's count them apart: a price then
+	// applies to the input less the cache reads (Billable).
+	InputHoldsCacheReads() bool
+	// StatePaths are where the CLI keeps its own state under the user's
+	// directories, which a sandboxed call must be able to write.
+	StatePaths(u UserDirs) StatePaths
+	// NestedSessionEnv names the variables by which the CLI marks the
+	// commands its tools run as inside its session (see NestedSessionEnv).
+	NestedSessionEnv() []string
+	// GenAIProvider is the value of OpenTelemetry's gen_ai.provider.name
+	// for the CLI's calls: the provider's well-known name where the CLI
+	// talks to one provider, else the kind itself.
+	GenAIProvider() string
 }
 
 // Parser reads one call's stdout as it streams.
@@ -284,41 +307,6 @@ func LineStarts(p Parser) *[256]bool {
 		return s.LineStarts()
 	}
 	return nil
-}
-
-// adapters are the agents runr knows, in the order docs present them: the
-// one list of agent kinds.
-var adapters = []Adapter{
-	claudeAdapter{},
-	codexAdapter{},
-	geminiAdapter{},
-	opencodeAdapter{},
-	aiderAdapter{},
-	qwenAdapter{},
-	commandAdapter{},
-}
-
-// Kinds lists the agent kinds runr knows, in the order docs present them.
-func Kinds() []string {
-	kinds := make([]string, len(adapters))
-	for i, a := range adapters {
-		kinds[i] = a.Kind()
-	}
-	return kinds
-}
-
-// Lookup returns the adapter for kind, or a config_invalid error naming the
-// kinds there are.
-func Lookup(kind string) (Adapter, error) {
-	for _, a := range adapters {
-		if a.Kind() == kind {
-			return a, nil
-		}
-	}
-	known := Kinds()
-	sort.Strings(known)
-	return nil, stopreasons.Errorf(stopreasons.ConfigInvalid,
-		"agent.kind %q is not a known agent: use one of %s", kind, strings.Join(known, ", "))
 }
 
 // usageGuard keeps the usage a parser reports to amounts a budget can add

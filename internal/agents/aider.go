@@ -3,6 +3,7 @@ package agents
 import (
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -20,6 +21,25 @@ func (aiderAdapter) ReportsTokens() bool          { return true }
 func (aiderAdapter) Program(Request) string       { return "aider" }
 func (aiderAdapter) VersionArgs() []string        { return []string{"--version"} }
 func (aiderAdapter) NewParser(req Request) Parser { return usageGuard{newAiderParser(req)} }
+
+// GenAIProvider: aider talks to whichever provider its model is of.
+func (aiderAdapter) GenAIProvider() string { return "aider" }
+
+// aider's tokens sent count as input in full; the cached ones it names are
+// priced apart.
+func (aiderAdapter) InputHoldsCacheReads() bool { return false }
+
+// NewActivityReader: aider prints plain text.
+func (aiderAdapter) NewActivityReader(string) ActivityReader { return nil }
+
+// NestedSessionEnv: aider sets none for the commands it runs.
+func (aiderAdapter) NestedSessionEnv() []string { return nil }
+
+// StatePaths: aider writes its history and cache files in the work tree;
+// its analytics and version checks under ~/.aider.
+func (aiderAdapter) StatePaths(u UserDirs) StatePaths {
+	return StatePaths{Dirs: []string{filepath.Join(u.Home, ".aider")}}
+}
 
 func (aiderAdapter) CredentialEnv() []string {
 	return []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY", "DEEPSEEK_API_KEY"}
@@ -55,6 +75,8 @@ var (
 	aiderErrLine = lazyRegexp(`(?i)^(API )?Error:|litellm\.\w*Error|\b(Authentication|RateLimit|ServiceUnavailable|InternalServer|APIConnection|BadRequest|NotFound|ContextWindowExceeded)Error\b|^The API provider |rate limit.*(exceeded|reached)|Missing these environment variables`)
 )
 
+// aiderParser is no FinalReporter: aider's plain text has nothing that
+// marks its end.
 type aiderParser struct {
 	req  Request
 	res  Result

@@ -2,6 +2,7 @@ package agents
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
@@ -15,6 +16,17 @@ type usageMaybe interface {
 func mayReportUsage(a Adapter) bool {
 	m, ok := a.(usageMaybe)
 	return ok && m.MayReportUsage()
+}
+
+// usageKinds lists the kinds whose CLI reports its usage, cost or tokens.
+func usageKinds() string {
+	var kinds []string
+	for _, a := range adapters {
+		if a.ReportsCost() || a.ReportsTokens() {
+			kinds = append(kinds, a.Kind())
+		}
+	}
+	return strings.Join(kinds, ", ")
 }
 
 // BudgetProblem says why a run's cost or token budget could never fire with
@@ -34,8 +46,8 @@ func BudgetProblem(a Adapter, maxCostUSD float64, maxTokens int64, priced bool) 
 	case maxCostUSD > 0 && !a.ReportsCost() && !a.ReportsTokens():
 		return stopreasons.Errorf(stopreasons.ConfigInvalid,
 			"budget.max_cost_usd (--max-cost) is %v but agent.kind %s reports neither cost nor tokens, so runr cannot tell what a call costs: "+
-				"remove budget.max_cost_usd (or --max-cost), or use an agent kind that reports usage (claude, opencode, codex, gemini, aider, qwen)",
-			maxCostUSD, kind)
+				"remove budget.max_cost_usd (or --max-cost), or use an agent kind that reports usage (%s)",
+			maxCostUSD, kind, usageKinds())
 	case maxCostUSD > 0 && !a.ReportsCost() && !priced:
 		return stopreasons.Errorf(stopreasons.ConfigInvalid,
 			"budget.max_cost_usd (--max-cost) is %v but %s does not report what a call costs and runr has no price for its model: "+
@@ -45,8 +57,8 @@ func BudgetProblem(a Adapter, maxCostUSD float64, maxTokens int64, priced bool) 
 	case maxTokens > 0 && !a.ReportsTokens():
 		return stopreasons.Errorf(stopreasons.ConfigInvalid,
 			"budget.max_tokens is %d but agent.kind %s reports no tokens: remove budget.max_tokens, "+
-				"or use an agent kind that reports usage (claude, opencode, codex, gemini, aider, qwen)",
-			maxTokens, kind)
+				"or use an agent kind that reports usage (%s)",
+			maxTokens, kind, usageKinds())
 	}
 	return nil
 }

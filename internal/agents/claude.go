@@ -3,6 +3,7 @@ package agents
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -20,8 +21,56 @@ func (claudeAdapter) Program(Request) string       { return "claude" }
 func (claudeAdapter) VersionArgs() []string        { return []string{"--version"} }
 func (claudeAdapter) NewParser(req Request) Parser { return usageGuard{&claudeParser{req: req}} }
 
+func (claudeAdapter) GenAIProvider() string { return "anthropic" }
+
+// Anthropic's API counts cache reads apart from the input tokens.
+func (claudeAdapter) InputHoldsCacheReads() bool { return false }
+
+func (claudeAdapter) NewActivityReader(dir string) ActivityReader {
+	return &claudeActivity{newActivityBase(dir)}
+}
+
 func (claudeAdapter) CredentialEnv() []string {
 	return []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"}
+}
+
+// NestedSessionEnv: what Claude Code sets for its Bash tool and
+// subprocesses, and the IDE connection of the outer session.
+func (claudeAdapter) NestedSessionEnv() []string {
+	return []string{"CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT",
+		"CLAUDE_CODE_CHILD_SESSION", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_SESSION_ATTENDED",
+		"CLAUDE_CODE_CHILD_NOTES_DIR", "CLAUDE_CODE_LAUNCHED_BY_SESSION_IDS", "CLAUDE_PID"}
+}
+
+// StatePaths: Claude Code keeps its settings, sessions and backups in
+// ~/.claude and its account and project state in ~/.claude.json, which it
+// rewrites in place (an empty object is what it starts from).
+func (claudeAdapter) StatePaths(u UserDirs) StatePaths {
+	dir := u.Var("CLAUDE_CONFIG_DIR", filepath.Join(u.Home, ".claude"))
+	return StatePaths{Dirs: []string{dir}, Files: []StateFile{{Path: filepath.Join(u.Home, ".claude.json"), Initial: "{}\n"}}}
+}
+
+// StartProblem: run as root with permission mode bypassPermissions, Claude
+// Code insists on IS_SANDBOX=1 in its environment, to confirm the machine
+// is disposable.
+func (claudeAdapter) StartProblem(permissionMode string, euid int, env []string) string {
+	if euid != 0 {
+		return ""
+	}
+	if permissionMode == "" {
+		permissionMode = DefaultPermissionMode
+	}
+	if permissionMode != "bypassPermissions" {
+		return ""
+	}
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "IS_SANDBOX="); ok && v == "1" {
+			return ""
+		}
+	}
+	return "runr runs as root and agent.permission_mode is bypassPermissions: Claude Code refuses that " +
+		"unless IS_SANDBOX=1 is set. If this machine or container is disposable, export IS_SANDBOX=1 " +
+		"before runr; otherwise run runr as an ordinary user or set agent.permission_mode to acceptEdits."
 }
 
 func (claudeAdapter) Invocation(req Request) (Invocation, error) {
@@ -215,6 +264,9 @@ func (p *claudeParser) UsageSoFar() Usage {
 	return u
 }
 
+// ResultPrinted: the result event is the call's final result.
+func (p *claudeParser) ResultPrinted() bool { return p.result != nil }
+
 func (p *claudeParser) Line(line []byte) bool {
 	var ev claudeEvent
 	if !decodeLine(line, &ev) {
@@ -395,4 +447,66 @@ func (p *claudeParser) classify(text string) Class {
 		}
 	}
 	return classifyText(text)
+}
+
+// claudeActivity reads Claude Code's stream-json: tool_use blocks of
+// assistant messages, tool_result blocks flagged is_error, and text blocks.
+type claudeActivity struct{ activityBase }
+
+func (a *claudeActivity) Line(line []byte) []Activity {
+	var ev struct {
+		Type    string `json:"type"`
+		Message *struct {
+			Content []struct {
+				Type    string         `json:"type"`
+				Text    string         `json:"text"`
+				ID      string         `json:"id"`
+				Name    string         `json:"name"`
+				Input   map[string]any `json:"input"`
+				ToolUse string         `json:"tool_use_id"`
+				IsError bool           `json:"is_error"`
+				Content any            `json:"content"`
+			} `json:"content"`
+		} `json:"message"`
+	}
+	if (!jsonLine(line, "assistant") && !jsonLine(line, "user")) || !decodeLine(line, &ev) || ev.Message == nil {
+		return nil
+	}
+	var out []Activity
+	for _, c := range ev.Message.Content {
+		switch {
+		case ev.Type == "assistant" && c.Type == "tool_use":
+			a.open(c.ID, c.Name)
+			out = append(out, tool(c.Name, a.summary(c.Input)))
+		case ev.Type == "assistant" && c.Type == "text":
+			out = append(out, message(c.Text)...)
+		case ev.Type == "user" && c.Type == "tool_result":
+			name := a.closeTool(c.ToolUse)
+			if c.IsError {
+				out = append(out, toolError(name, resultText(c.Content)))
+			}
+		}
+	}
+	return out
+}
+
+func (a *claudeActivity) Flush() []Activity { return nil }
+
+// resultText is a tool result's text: a string, or the text blocks of a list.
+func resultText(v any) string {
+	switch c := v.(type) {
+	case string:
+		return c
+	case []any:
+		var parts []string
+		for _, b := range c {
+			if m, ok := b.(map[string]any); ok {
+				if s, ok := m["text"].(string); ok {
+					parts = append(parts, s)
+				}
+			}
+		}
+		return strings.Join(parts, "\n")
+	}
+	return ""
 }

@@ -2,6 +2,8 @@ package agents
 
 import (
 	"fmt"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -28,6 +30,24 @@ func (codexAdapter) Program(Request) string       { return "codex" }
 func (codexAdapter) VersionArgs() []string        { return []string{"--version"} }
 func (codexAdapter) CredentialEnv() []string      { return []string{"OPENAI_API_KEY", "CODEX_API_KEY"} }
 func (codexAdapter) NewParser(req Request) Parser { return usageGuard{&codexParser{req: req}} }
+func (codexAdapter) GenAIProvider() string        { return "openai" }
+
+// input_tokens holds cached_input_tokens, as OpenAI's API reports them.
+func (codexAdapter) InputHoldsCacheReads() bool { return true }
+
+func (codexAdapter) NewActivityReader(dir string) ActivityReader {
+	return &codexActivity{newActivityBase(dir)}
+}
+
+// NestedSessionEnv: Codex CLI's sandbox markers and the thread of its exec
+// sessions.
+func (codexAdapter) NestedSessionEnv() []string {
+	return []string{"CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED", "CODEX_THREAD_ID"}
+}
+
+func (codexAdapter) StatePaths(u UserDirs) StatePaths {
+	return StatePaths{Dirs: []string{u.Var("CODEX_HOME", filepath.Join(u.Home, ".codex"))}}
+}
 
 func (codexAdapter) Invocation(req Request) (Invocation, error) {
 	argv := []string{"codex", "exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write"}
@@ -83,6 +103,10 @@ func (p *codexParser) UsageSoFar() Usage {
 	u.Final = p.completed > 0 || p.failed
 	return u
 }
+
+// ResultPrinted: codex exec runs one turn, so its turn.completed or
+// turn.failed is the call's final result.
+func (p *codexParser) ResultPrinted() bool { return p.completed > 0 || p.failed }
 
 func (p *codexParser) Line(line []byte) bool {
 	var ev codexEvent
@@ -183,4 +207,78 @@ func codexResetAt(s string, now time.Time) time.Time {
 		return parseResetAt(s, now)
 	}
 	return t
+}
+
+// codexActivity reads `codex exec --json`: commands as they start (and the
+// ones that fail), file changes, agent messages.
+type codexActivity struct{ activityBase }
+
+func (a *codexActivity) Line(line []byte) []Activity {
+	if !jsonLine(line, "item.started") && !jsonLine(line, "item.completed") {
+		return nil
+	}
+	var ev struct {
+		Type string `json:"type"`
+		Item struct {
+			ID       string `json:"id"`
+			Type     string `json:"type"`
+			Command  string `json:"command"`
+			Text     string `json:"text"`
+			ExitCode *int   `json:"exit_code"`
+			Output   string `json:"aggregated_output"`
+			Status   string `json:"status"`
+			Changes  []struct {
+				Path string `json:"path"`
+				Kind string `json:"kind"`
+			} `json:"changes"`
+			Server string `json:"server"`
+			Tool   string `json:"tool"`
+			Query  string `json:"query"`
+		} `json:"item"`
+	}
+	if !decodeLine(line, &ev) {
+		return nil
+	}
+	it := ev.Item
+	switch {
+	case it.Type == "command_execution" && ev.Type == "item.started":
+		return []Activity{tool("Bash", shellCommand(it.Command))}
+	case it.Type == "command_execution" && ev.Type == "item.completed" && (it.ExitCode != nil && *it.ExitCode != 0 || it.Status == "failed"):
+		code := ""
+		if it.ExitCode != nil {
+			code = "exit " + strconv.Itoa(*it.ExitCode) + ": "
+		}
+		return []Activity{toolError("Bash", code+firstLine(it.Output))}
+	case it.Type == "file_change" && ev.Type == "item.completed":
+		var paths []string
+		for _, c := range it.Changes {
+			paths = append(paths, a.rel(c.Path))
+		}
+		return []Activity{tool("Edit", strings.Join(paths, " "))}
+	case it.Type == "mcp_tool_call" && ev.Type == "item.started":
+		return []Activity{tool(it.Server+"."+it.Tool, "")}
+	case it.Type == "web_search" && ev.Type == "item.started":
+		return []Activity{tool("WebSearch", it.Query)}
+	case it.Type == "agent_message" && ev.Type == "item.completed":
+		return message(it.Text)
+	}
+	return nil
+}
+
+func (a *codexActivity) Flush() []Activity { return nil }
+
+// shellCommand takes the command out of codex's `bash -lc '...'` wrapper.
+func shellCommand(c string) string {
+	for _, p := range []string{"bash -lc ", "/bin/bash -lc ", "sh -c "} {
+		if rest, ok := strings.CutPrefix(c, p); ok {
+			if u, err := strconv.Unquote(rest); err == nil {
+				return u
+			}
+			if len(rest) >= 2 && rest[0] == '\'' && rest[len(rest)-1] == '\'' {
+				return rest[1 : len(rest)-1]
+			}
+			return rest
+		}
+	}
+	return c
 }

@@ -22,7 +22,11 @@ const (
 // every stdout line.
 type commandAdapter struct{}
 
-func (commandAdapter) Kind() string { return "command" }
+// CommandKind is the kind of an agent that is any program, given by its
+// argv (agent.command, or the argv after `runr run --`).
+const CommandKind = "command"
+
+func (commandAdapter) Kind() string { return CommandKind }
 
 // A command agent reports cost or tokens only if the program prints
 // RUNR_USAGE lines, which runr cannot know beforehand (MayReportUsage).
@@ -31,6 +35,19 @@ func (commandAdapter) ReportsTokens() bool     { return false }
 func (commandAdapter) MayReportUsage() bool    { return true }
 func (commandAdapter) VersionArgs() []string   { return nil }
 func (commandAdapter) CredentialEnv() []string { return nil }
+
+// A command agent's program is unknown: its activity is its latest output
+// line, it has no state runr knows of (what it writes outside the work tree
+// goes in sandbox.writable), no session variables, and no provider but
+// itself.
+func (commandAdapter) NewActivityReader(string) ActivityReader { return nil }
+func (commandAdapter) StatePaths(UserDirs) StatePaths          { return StatePaths{} }
+func (commandAdapter) NestedSessionEnv() []string              { return nil }
+func (commandAdapter) GenAIProvider() string                   { return CommandKind }
+
+// RUNR_USAGE's input_tokens are the program's, counted apart from
+// cache_read_tokens.
+func (commandAdapter) InputHoldsCacheReads() bool { return false }
 
 func (commandAdapter) Program(req Request) string {
 	if len(req.Command) == 0 {
@@ -94,6 +111,8 @@ func (commandAdapter) NewParser(req Request) Parser {
 
 // commandParser scans each stdout line for the signal as it streams, so a
 // signal early in a long output is found with memory bounded by the tail.
+// It is no FinalReporter: a RUNR_STATUS line may come before the program's
+// last work.
 type commandParser struct {
 	signals *signalDetector
 	out     tailBuffer

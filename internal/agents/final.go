@@ -5,12 +5,9 @@ package agents
 // agent that has not exited agent.result_grace after that is ended by the
 // supervisor, and its result counts as if it had exited.
 //
-// What counts as the final result, per CLI: Claude Code's and Qwen Code's
-// `result` event, Gemini CLI's `result` event, Codex's turn.completed or
-// turn.failed (codex exec runs one turn). opencode (a step_finish is not
-// the last step), Aider (plain text) and command agents (a RUNR_STATUS line
-// may come before the program's last work) print nothing that marks the
-// end, so they are never ended early.
+// An adapter's parser is one when its CLI prints something that marks the
+// end (its file says what); an agent whose output has no such mark is never
+// ended early.
 type FinalReporter interface {
 	ResultPrinted() bool
 }
@@ -33,8 +30,3 @@ func ResultPrinted(p Parser) bool {
 	r, ok := p.(FinalReporter)
 	return ok && r.ResultPrinted()
 }
-
-func (p *claudeParser) ResultPrinted() bool { return p.result != nil }
-func (p *qwenParser) ResultPrinted() bool   { return p.result != nil }
-func (p *geminiParser) ResultPrinted() bool { return p.result != nil }
-func (p *codexParser) ResultPrinted() bool  { return p.completed > 0 || p.failed }

@@ -2,6 +2,7 @@ package agents
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,24 @@ func (geminiAdapter) ReportsTokens() bool          { return true }
 func (geminiAdapter) Program(Request) string       { return "gemini" }
 func (geminiAdapter) VersionArgs() []string        { return []string{"--version"} }
 func (geminiAdapter) NewParser(req Request) Parser { return usageGuard{&geminiParser{req: req}} }
+func (geminiAdapter) GenAIProvider() string        { return "gcp.gemini" }
+
+// input_tokens holds the cached ones, as Google's API reports them.
+func (geminiAdapter) InputHoldsCacheReads() bool { return true }
+
+func (geminiAdapter) NewActivityReader(dir string) ActivityReader {
+	return &geminiActivity{activityBase: newActivityBase(dir)}
+}
+
+// NestedSessionEnv: Gemini CLI's identification variable, its relaunch
+// guard, and the outer session's IDE companion.
+func (geminiAdapter) NestedSessionEnv() []string {
+	return []string{"GEMINI_CLI", "GEMINI_CLI_NO_RELAUNCH", "GEMINI_CLI_IDE_SERVER_PORT", "GEMINI_CLI_IDE_WORKSPACE_PATH"}
+}
+
+func (geminiAdapter) StatePaths(u UserDirs) StatePaths {
+	return StatePaths{Dirs: []string{filepath.Join(u.Home, ".gemini")}}
+}
 
 func (geminiAdapter) CredentialEnv() []string {
 	return []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS"}
@@ -124,6 +143,9 @@ func (p *geminiParser) UsageSoFar() Usage {
 	u.Final = p.result != nil
 	return u
 }
+
+// ResultPrinted: the result event is the call's final result.
+func (p *geminiParser) ResultPrinted() bool { return p.result != nil }
 
 func (p *geminiParser) Line(line []byte) bool {
 	var ev geminiEvent
@@ -246,4 +268,82 @@ func geminiResetAt(msg string, now time.Time) time.Time {
 		at = t.Add(time.Second)
 	}
 	return at
+}
+
+// geminiActivity reads Gemini CLI's stream-json: tool_use and tool_result
+// events, and assistant messages, which come in pieces (delta) and are
+// shown once a message is whole.
+type geminiActivity struct {
+	activityBase
+	msg strings.Builder
+}
+
+var geminiTools = map[string]string{
+	"run_shell_command":   "Bash",
+	"write_file":          "Write",
+	"replace":             "Edit",
+	"read_file":           "Read",
+	"read_many_files":     "Read",
+	"glob":                "Glob",
+	"search_file_content": "Grep",
+	"list_directory":      "LS",
+	"web_fetch":           "WebFetch",
+	"google_web_search":   "WebSearch",
+}
+
+func (a *geminiActivity) Line(line []byte) []Activity {
+	var ev struct {
+		Type       string         `json:"type"`
+		Role       string         `json:"role"`
+		Content    string         `json:"content"`
+		Delta      bool           `json:"delta"`
+		ToolName   string         `json:"tool_name"`
+		ToolID     string         `json:"tool_id"`
+		Parameters map[string]any `json:"parameters"`
+		Status     string         `json:"status"`
+		Output     string         `json:"output"`
+		Error      *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if !decodeLine(line, &ev) {
+		return nil
+	}
+	if ev.Type == "message" && ev.Role == "assistant" {
+		if a.msg.Len() < 4*maxActivityText {
+			a.msg.WriteString(ev.Content)
+		}
+		if ev.Delta {
+			return nil
+		}
+	}
+	out := a.Flush()
+	switch ev.Type {
+	case "tool_use":
+		name := ev.ToolName
+		if n, ok := geminiTools[name]; ok {
+			name = n
+		}
+		a.open(ev.ToolID, name)
+		out = append(out, tool(name, a.summary(ev.Parameters)))
+	case "tool_result":
+		name := a.closeTool(ev.ToolID)
+		if ev.Status == "error" {
+			text := ev.Output
+			if ev.Error != nil && ev.Error.Message != "" {
+				text = ev.Error.Message
+			}
+			out = append(out, toolError(name, text))
+		}
+	}
+	return out
+}
+
+func (a *geminiActivity) Flush() []Activity {
+	if a.msg.Len() == 0 {
+		return nil
+	}
+	text := a.msg.String()
+	a.msg.Reset()
+	return message(text)
 }

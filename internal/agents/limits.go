@@ -73,24 +73,18 @@ func limitKindOf(r Result) LimitKind {
 // the commands its own tools run). Inherited by the agent runr starts, they
 // make a CLI refuse to start, change its behaviour (no relaunch, no
 // prompt history, a child session's limits) or connect to the outer
-// session's IDE; runr removes them from the agent call's environment. Found
-// in the CLIs' own code (the versions `make agents` installs); docs/agents.md
-// lists them per CLI.
-var NestedSessionEnv = []string{
-	// Claude Code: what it sets for its Bash tool and subprocesses, and the
-	// IDE connection of the outer session.
-	"CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT",
-	"CLAUDE_CODE_CHILD_SESSION", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_SESSION_ATTENDED",
-	"CLAUDE_CODE_CHILD_NOTES_DIR", "CLAUDE_CODE_LAUNCHED_BY_SESSION_IDS", "CLAUDE_PID",
-	// Codex CLI: its sandbox markers and the thread of its exec sessions.
-	"CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED", "CODEX_THREAD_ID",
-	// Gemini CLI: its identification variable, its relaunch guard, and the
-	// outer session's IDE companion.
-	"GEMINI_CLI", "GEMINI_CLI_NO_RELAUNCH", "GEMINI_CLI_IDE_SERVER_PORT", "GEMINI_CLI_IDE_WORKSPACE_PATH",
-	// Qwen Code: the same, under its own names.
-	"QWEN_CODE", "QWEN_CODE_NO_RELAUNCH", "QWEN_CODE_IDE_SERVER_PORT", "QWEN_CODE_IDE_WORKSPACE_PATH",
-	// opencode: what it sets in its own process, which its tools inherit.
-	"OPENCODE", "OPENCODE_PID",
+// session's IDE; runr removes them from the agent call's environment,
+// whichever kind the call is of: the outer session may be any CLI's. Each
+// adapter names its CLI's (found in the CLI's own code, at the version
+// `make agents` installs); docs/agents.md lists them per CLI.
+var NestedSessionEnv = nestedSessionEnv()
+
+func nestedSessionEnv() []string {
+	var env []string
+	for _, a := range adapters {
+		env = append(env, a.NestedSessionEnv()...)
+	}
+	return env
 }
 
 // WithoutNestedSession returns env (KEY=VALUE entries) less the variables of

@@ -3,6 +3,7 @@ package agents
 import (
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,25 @@ func (opencodeAdapter) ReportsTokens() bool          { return true }
 func (opencodeAdapter) Program(Request) string       { return "opencode" }
 func (opencodeAdapter) VersionArgs() []string        { return []string{"--version"} }
 func (opencodeAdapter) NewParser(req Request) Parser { return usageGuard{&opencodeParser{req: req}} }
+
+// GenAIProvider: opencode talks to whichever provider its model is of.
+func (opencodeAdapter) GenAIProvider() string { return "opencode" }
+
+// opencode reports the cache reads apart from the input tokens.
+func (opencodeAdapter) InputHoldsCacheReads() bool { return false }
+
+func (opencodeAdapter) NewActivityReader(dir string) ActivityReader {
+	return &opencodeActivity{newActivityBase(dir)}
+}
+
+// NestedSessionEnv: what opencode sets in its own process, which its tools
+// inherit.
+func (opencodeAdapter) NestedSessionEnv() []string { return []string{"OPENCODE", "OPENCODE_PID"} }
+
+func (opencodeAdapter) StatePaths(u UserDirs) StatePaths {
+	return StatePaths{Dirs: []string{filepath.Join(u.Config, "opencode"), filepath.Join(u.Data, "opencode"),
+		filepath.Join(u.State, "opencode"), filepath.Join(u.Cache, "opencode")}}
+}
 
 func (opencodeAdapter) CredentialEnv() []string {
 	return []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"}
@@ -66,6 +86,8 @@ type opencodeEvent struct {
 	} `json:"error"`
 }
 
+// opencodeParser is no FinalReporter: opencode prints nothing that marks
+// the end of a call (a step_finish is not the last step).
 type opencodeParser struct {
 	req      Request
 	res      Result
@@ -223,3 +245,45 @@ func headerResetAt(h map[string]string, now time.Time) time.Time {
 	}
 	return latest.UTC()
 }
+
+// opencodeActivity reads `opencode run --format json`: tool parts with
+// their state, and text parts.
+type opencodeActivity struct{ activityBase }
+
+func (a *opencodeActivity) Line(line []byte) []Activity {
+	if !jsonLine(line, "tool_use") && !jsonLine(line, "text") {
+		return nil
+	}
+	var ev struct {
+		Type string `json:"type"`
+		Part struct {
+			Type  string `json:"type"`
+			Text  string `json:"text"`
+			Tool  string `json:"tool"`
+			State struct {
+				Status string         `json:"status"`
+				Input  map[string]any `json:"input"`
+				Error  string         `json:"error"`
+			} `json:"state"`
+		} `json:"part"`
+	}
+	if !decodeLine(line, &ev) {
+		return nil
+	}
+	switch ev.Type {
+	case "tool_use":
+		name := ev.Part.Tool
+		if name != "" {
+			name = strings.ToUpper(name[:1]) + name[1:]
+		}
+		if ev.Part.State.Status == "error" {
+			return []Activity{tool(name, a.summary(ev.Part.State.Input)), toolError(name, ev.Part.State.Error)}
+		}
+		return []Activity{tool(name, a.summary(ev.Part.State.Input))}
+	case "text":
+		return message(ev.Part.Text)
+	}
+	return nil
+}
+
+func (a *opencodeActivity) Flush() []Activity { return nil }

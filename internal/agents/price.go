@@ -139,19 +139,12 @@ func Priced(in, out float64, model string) bool {
 	return ok
 }
 
-// inputHoldsCacheReads are the kinds whose CLI counts the tokens read from
-// the cache inside its input tokens, as OpenAI's and Google's APIs report
-// them (codex: input_tokens holds cached_input_tokens; Gemini CLI:
-// input_tokens holds cached; Qwen Code, a fork of Gemini CLI: input_tokens is
-// the prompt's token count, cached ones included), where Anthropic's count
-// them apart.
-var inputHoldsCacheReads = map[string]bool{"codex": true, "gemini": true, "qwen": true}
-
 // Billable is usage u of an agent of kind as a price applies to it: input
-// tokens without the cache reads a CLI counts among them, so that a cache
-// read is priced once, at the cache-read price.
+// tokens without the cache reads a CLI counts among them
+// (Adapter.InputHoldsCacheReads), so that a cache read is priced once, at
+// the cache-read price.
 func Billable(kind string, u Usage) Usage {
-	if inputHoldsCacheReads[kind] {
+	if a, ok := lookup(kind); ok && a.InputHoldsCacheReads() {
 		u.InputTokens = max(u.InputTokens-u.CacheReadTokens, 0)
 	}
 	return u

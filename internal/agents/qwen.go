@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
@@ -19,6 +20,25 @@ func (qwenAdapter) Program(Request) string       { return "qwen" }
 func (qwenAdapter) VersionArgs() []string        { return []string{"--version"} }
 func (qwenAdapter) CredentialEnv() []string      { return []string{"OPENAI_API_KEY"} }
 func (qwenAdapter) NewParser(req Request) Parser { return usageGuard{&qwenParser{req: req}} }
+func (qwenAdapter) GenAIProvider() string        { return "alibaba" }
+
+// input_tokens is the prompt's token count, cached ones included (Qwen
+// Code is a fork of Gemini CLI).
+func (qwenAdapter) InputHoldsCacheReads() bool { return true }
+
+// NewActivityReader: Qwen Code streams Claude Code's events.
+func (qwenAdapter) NewActivityReader(dir string) ActivityReader {
+	return &claudeActivity{newActivityBase(dir)}
+}
+
+// NestedSessionEnv: Gemini CLI's variables, under Qwen Code's own names.
+func (qwenAdapter) NestedSessionEnv() []string {
+	return []string{"QWEN_CODE", "QWEN_CODE_NO_RELAUNCH", "QWEN_CODE_IDE_SERVER_PORT", "QWEN_CODE_IDE_WORKSPACE_PATH"}
+}
+
+func (qwenAdapter) StatePaths(u UserDirs) StatePaths {
+	return StatePaths{Dirs: []string{filepath.Join(u.Home, ".qwen")}}
+}
 
 func (qwenAdapter) Invocation(req Request) (Invocation, error) {
 	inv := Invocation{}
@@ -97,6 +117,10 @@ func (p *qwenParser) UsageSoFar() Usage {
 	}
 	return u
 }
+
+// ResultPrinted: the result event is the call's final result, as with
+// Claude Code.
+func (p *qwenParser) ResultPrinted() bool { return p.result != nil }
 
 func (p *qwenParser) Line(line []byte) bool {
 	var ev qwenEvent

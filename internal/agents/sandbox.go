@@ -1,27 +1,21 @@
 package agents
 
-import "strings"
+// startChecker is an adapter whose CLI refuses to start in some settings
+// it can tell beforehand.
+type startChecker interface {
+	// StartProblem says plainly why the CLI will refuse to start with
+	// permission mode permissionMode, as user euid, in environment env
+	// (KEY=VALUE pairs); "" when it will not.
+	StartProblem(permissionMode string, euid int, env []string) string
+}
 
-// RootSandboxProblem says plainly why claude will refuse to start: run as
-// root with permission mode bypassPermissions, Claude Code insists on
-// IS_SANDBOX=1 in its environment, to confirm the machine is disposable.
-// It returns "" when there is no such problem. env is KEY=VALUE pairs.
+// RootSandboxProblem says plainly why an agent of kind will refuse to
+// start as euid in env, as its adapter knows (Claude Code run as root); ""
+// when there is no such problem.
 func RootSandboxProblem(kind, permissionMode string, euid int, env []string) string {
-	if kind != "claude" || euid != 0 {
-		return ""
+	a, _ := lookup(kind)
+	if c, ok := a.(startChecker); ok {
+		return c.StartProblem(permissionMode, euid, env)
 	}
-	if permissionMode == "" {
-		permissionMode = DefaultPermissionMode
-	}
-	if permissionMode != "bypassPermissions" {
-		return ""
-	}
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "IS_SANDBOX="); ok && v == "1" {
-			return ""
-		}
-	}
-	return "runr runs as root and agent.permission_mode is bypassPermissions: Claude Code refuses that " +
-		"unless IS_SANDBOX=1 is set. If this machine or container is disposable, export IS_SANDBOX=1 " +
-		"before runr; otherwise run runr as an ordinary user or set agent.permission_mode to acceptEdits."
+	return ""
 }

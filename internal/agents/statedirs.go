@@ -19,45 +19,35 @@ type StateFile struct {
 	Initial string // what an absent file is created with
 }
 
+// UserDirs are the user's directories an agent CLI keeps its state in: the
+// home directory and the XDG base directories, as the environment moves
+// them.
+type UserDirs struct {
+	Home, Config, Data, State, Cache string
+	getenv                           func(string) string
+}
+
+// Var is the directory the variable v names (CLAUDE_CONFIG_DIR,
+// CODEX_HOME), when it names an absolute path; else def.
+func (u UserDirs) Var(v, def string) string {
+	if x := u.getenv(v); x != "" && filepath.IsAbs(x) {
+		return x
+	}
+	return def
+}
+
 // StateDirs is the state of agent kind's CLI under home; getenv reads the
-// variables that move it (CLAUDE_CONFIG_DIR, CODEX_HOME, XDG_*). A command
-// agent has none: what it writes outside the work tree goes in
-// sandbox.writable.
+// variables that move it (XDG_*, and the CLI's own). A command agent has
+// none: what it writes outside the work tree goes in sandbox.writable.
 func StateDirs(kind, home string, getenv func(string) string) StatePaths {
-	if home == "" {
+	a, ok := lookup(kind)
+	if home == "" || !ok {
 		return StatePaths{}
 	}
-	or := func(v, def string) string {
-		if x := getenv(v); x != "" && filepath.IsAbs(x) {
-			return x
-		}
-		return def
-	}
-	config := or("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
-	data := or("XDG_DATA_HOME", filepath.Join(home, ".local", "share"))
-	state := or("XDG_STATE_HOME", filepath.Join(home, ".local", "state"))
-	cache := or("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
-	switch kind {
-	case "claude":
-		// Claude Code keeps its settings, sessions and backups in
-		// ~/.claude and its account and project state in ~/.claude.json,
-		// which it rewrites in place (an empty object is what it starts
-		// from).
-		dir := or("CLAUDE_CONFIG_DIR", filepath.Join(home, ".claude"))
-		return StatePaths{Dirs: []string{dir}, Files: []StateFile{{Path: filepath.Join(home, ".claude.json"), Initial: "{}\n"}}}
-	case "codex":
-		return StatePaths{Dirs: []string{or("CODEX_HOME", filepath.Join(home, ".codex"))}}
-	case "gemini":
-		return StatePaths{Dirs: []string{filepath.Join(home, ".gemini")}}
-	case "opencode":
-		return StatePaths{Dirs: []string{filepath.Join(config, "opencode"), filepath.Join(data, "opencode"),
-			filepath.Join(state, "opencode"), filepath.Join(cache, "opencode")}}
-	case "qwen":
-		return StatePaths{Dirs: []string{filepath.Join(home, ".qwen")}}
-	case "aider":
-		// Aider writes its history and cache files in the work tree; its
-		// analytics and version checks under ~/.aider.
-		return StatePaths{Dirs: []string{filepath.Join(home, ".aider")}}
-	}
-	return StatePaths{}
+	u := UserDirs{Home: home, getenv: getenv}
+	u.Config = u.Var("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	u.Data = u.Var("XDG_DATA_HOME", filepath.Join(home, ".local", "share"))
+	u.State = u.Var("XDG_STATE_HOME", filepath.Join(home, ".local", "state"))
+	u.Cache = u.Var("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
+	return a.StatePaths(u)
 }

@@ -27,3 +27,7 @@ func TestStateDirs(t *testing.T) {
 	assert.Equal(t, []string{"/h/.codex"}, StateDirs("codex", "/h", getenv).Dirs)
 	assert.Equal(t, "/x/config/opencode", StateDirs("opencode", "/h", getenv).Dirs[0])
 }
+
+func TestAiderStateDir(t *testing.T) {
+	assert.Equal(t, []string{"/h/.aider"}, StateDirs("aider", "/h", func(string) string { return "" }).Dirs)
+}

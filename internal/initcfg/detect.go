@@ -159,19 +159,22 @@ func readBounded(path string) ([]byte, error) {
 }
 
 // Agent returns the first agent CLI of agents.Kinds() found on the PATH of
-// env, or "claude" and false when none is.
+// env, or the first kind and false when none is. A kind without a program
+// of its own (command) is never found.
 func Agent(env []string) (kind string, found bool) {
-	for _, k := range agents.Kinds() {
-		if k == "command" {
-			continue
-		}
+	kinds := agents.Kinds()
+	for _, k := range kinds {
 		a, err := agents.Lookup(k)
 		if err != nil {
 			continue
 		}
-		if _, err := proc.LookPath(a.Program(agents.Request{}), "", env); err == nil {
+		program := a.Program(agents.Request{})
+		if program == "" {
+			continue
+		}
+		if _, err := proc.LookPath(program, "", env); err == nil {
 			return k, true
 		}
 	}
-	return "claude", false
+	return kinds[0], false
 }

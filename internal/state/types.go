@@ -207,7 +207,8 @@ type AgentRef struct {
 	Model string `json:"model,omitempty"`
 }
 
-// String is "claude" or "codex (gpt-5-codex)".
+// String is the kind, with the model in parentheses when there is one:
+// codex (gpt-5-codex).
 func (a AgentRef) String() string {
 	if a.Model == "" {
 		return a.Kind

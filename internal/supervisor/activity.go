@@ -40,21 +40,17 @@ func countsOf(d guard.Delta) *FileCounts {
 	return &FileCounts{Added: len(d.Added), Modified: len(d.Modified), Deleted: len(d.Deleted)}
 }
 
-// eventAgents are the kinds whose output is a stream of events an
-// activity reader understands; the others show their latest output line.
-var eventAgents = map[string]bool{"claude": true, "codex": true, "gemini": true, "opencode": true}
-
 // watchActivity returns the line callback that shows what the agent does,
 // to chain before the parser's, and a stop function to call once the call
-// ended. An event stream's tool calls, failures and messages go to the
-// timeline and the progress as they come; a plain output's latest line is
-// shown only when Options.LiveOutput asks for it (a person watches), at
-// most every outputPoll, and never recorded.
+// ended. An event stream's tool calls, failures and messages (of a kind
+// whose adapter reads its stream) go to the timeline and the progress as
+// they come; a plain output's latest line is shown only when
+// Options.LiveOutput asks for it (a person watches), at most every
+// outputPoll, and never recorded.
 func (s *Supervisor) watchActivity(kind, dir string) (func([]byte), func()) {
 	tick, phase := s.st.Tick, s.st.Phase
 	emit := func(a agents.Activity) { s.activity(a, tick, phase) }
-	if eventAgents[kind] {
-		r := agents.NewActivityReader(kind, dir)
+	if r := agents.EventReader(kind, dir); r != nil {
 		return func(line []byte) {
 				for _, a := range r.Line(line) {
 					emit(a)

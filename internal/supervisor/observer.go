@@ -1,6 +1,10 @@
 package supervisor
 
-import "time"
+import (
+	"time"
+
+	"github.com/runr-dev/runr/internal/agents"
+)
 
 // Observer is told of a run as it goes, for telemetry: each timeline event
 // as the supervisor records it, and the start of each tick. It is called on
@@ -25,3 +29,8 @@ type Observation struct {
 	// Data is the event's data; the observer may read it, never change it.
 	Data map[string]any
 }
+
+// GenAIProvider is gen_ai.provider.name for the calls of an agent of kind,
+// as its adapter says, for an Observer that names the provider of the
+// agent an Observation names (the adapters are below it).
+func GenAIProvider(kind string) string { return agents.GenAIProvider(kind) }

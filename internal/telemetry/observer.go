@@ -67,21 +67,10 @@ const (
 	attrProcExitCode   = "process.exit.code"
 )
 
-// providers maps an agent kind to gen_ai.provider.name's well-known value;
-// a kind not listed (a command agent, aider, opencode) is its own name.
-var providers = map[string]string{
-	"claude": "anthropic",
-	"codex":  "openai",
-	"gemini": "gcp.gemini",
-	"qwen":   "alibaba",
-}
-
-func providerOf(agent string) string {
-	if p, ok := providers[agent]; ok {
-		return p
-	}
-	return agent
-}
+// providerOf is gen_ai.provider.name for an agent kind's calls: the
+// provider's well-known value where the kind's CLI talks to one provider,
+// else the kind's own name. The kind's adapter knows which.
+func providerOf(agent string) string { return supervisor.GenAIProvider(agent) }
 
 // instruments are the run's metrics (DESIGN §12).
 type instruments struct {
