@@ -23,53 +23,36 @@ func WriteAtomic(path string, data []byte) error {
 	if err := checkNotSymlink(path); err != nil {
 		return err
 	}
-	tmp, _, err := writeTemp(dir, base, data)
-	if err != nil {
-		return fmt.Errorf("%w (for %s)", err, path)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("rename %s to %s: %w", tmp, path, err)
-	}
-	return syncDir(dir)
-}
-
-// writeTemp writes data into a new temporary file of dir named after base,
-// mode 0644, synced and closed, and returns its path and what it is. On an
-// error no file is left.
-func writeTemp(dir, base string, data []byte) (string, os.FileInfo, error) {
 	f, err := os.CreateTemp(dir, tempPrefix+base+"-")
 	if err != nil {
-		return "", nil, fmt.Errorf("create temporary file: %w", err)
+		return fmt.Errorf("create temporary file for %s: %w", path, err)
 	}
 	tmp := f.Name()
-	fi, err := fillTemp(f, data)
-	if cerr := f.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("close %s: %w", tmp, cerr)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return "", nil, err
-	}
-	return tmp, fi, nil
-}
-
-func fillTemp(f *os.File, data []byte) (os.FileInfo, error) {
+	committed := false
+	defer func() {
+		if !committed {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
 	if _, err := f.Write(data); err != nil {
-		return nil, fmt.Errorf("write %s: %w", f.Name(), err)
+		return fmt.Errorf("write %s: %w", tmp, err)
 	}
 	// CreateTemp makes the file 0600; store files are ordinary files.
 	if err := f.Chmod(0o644); err != nil {
-		return nil, fmt.Errorf("chmod %s: %w", f.Name(), err)
+		return fmt.Errorf("chmod %s: %w", tmp, err)
 	}
 	if err := f.Sync(); err != nil {
-		return nil, fmt.Errorf("sync %s: %w", f.Name(), err)
+		return fmt.Errorf("sync %s: %w", tmp, err)
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("stat %s: %w", f.Name(), err)
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
 	}
-	return fi, nil
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename %s to %s: %w", tmp, path, err)
+	}
+	committed = true
+	return syncDir(dir)
 }
 
 // File is one file of WriteAtomicFiles: its name in the directory and

@@ -41,7 +41,6 @@ const (
 	stopFile      = "stop-request"
 	tempPrefix    = ".tmp-"
 	probePrefix   = tempPrefix + "probe-"
-	spareFile     = tempPrefix + stateFile + "-spare" // the previous state.json, the next one's temporary file
 	creatingDir   = ".creating-"
 	runIDTimeForm = "20060102T150405Z"
 )
@@ -507,20 +506,16 @@ func (s *Store) save(st *State) error {
 		return stopreasons.Wrap(stopreasons.InternalError, err, "encode state of run %s", st.RunID)
 	}
 	path := s.StatePath(st.RunID)
-	err = writeState(path, data)
+	err = WriteAtomic(path, data)
 	s.enc.release(st.RunID, data)
 	if err != nil {
 		return wrapIO(err, "save %s", path)
 	}
 	if st.RunStatus != stopreasons.RunRunning {
-		dropSpare(path)
 		s.enc.forget(st.RunID)
 	}
 	return nil
 }
-
-// spareName is the spare of the state.json at path.
-func spareName(path string) string { return filepath.Join(filepath.Dir(path), spareFile) }
 
 // storeTask writes the task text of a run whose state.json held it inline
 // (written by an older runr) to task.md, before the first state.json
@@ -689,10 +684,9 @@ func (s *Store) runFile(id, name string) (string, error) {
 
 // LeftoverTemps lists the temporary files that interrupted atomic writes
 // left in run directories and in active/. They are harmless, never read, and
-// safe to delete once no runr process writes to that run. A run's spare
-// state file (the state before the last save) is not one of them: a live
-// run uses it, and a run that died left it as it was, whole; the next
-// runr to take the run, or status's sweep, removes it.
+// safe to delete once no runr process writes to that run. The
+// .tmp-state.json-spare that an older runr kept beside a running run's
+// state.json is one of them: no runr writes to it now.
 func (s *Store) LeftoverTemps() ([]string, error) {
 	ids, err := s.List()
 	if err != nil {
@@ -703,13 +697,10 @@ func (s *Store) LeftoverTemps() ([]string, error) {
 		dirs = append(dirs, s.RunDir(id))
 	}
 	var out []string
-	for i, d := range dirs {
+	for _, d := range dirs {
 		m, err := filepath.Glob(filepath.Join(d, tempPrefix+"*"))
 		if err != nil {
 			return nil, stopreasons.Wrap(stopreasons.InternalError, err, "look for temporary files in %s", d)
-		}
-		if i > 0 {
-			m = slices.DeleteFunc(m, func(p string) bool { return filepath.Base(p) == spareFile })
 		}
 		out = append(out, m...)
 	}

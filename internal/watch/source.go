@@ -163,9 +163,7 @@ func (s *Source) summary(id string) *cached {
 }
 
 // inode is the file's inode number: state.json is replaced by a rename,
-// and a save goes into the other of two files (the spare), so that only
-// a save two saves later, within the clock's resolution and of the same
-// size, looks like the one cached; the save after it shows.
+// so a new write is a new file even within the clock's resolution.
 func inode(fi os.FileInfo) uint64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return uint64(st.Ino)

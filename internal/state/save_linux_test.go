@@ -44,33 +44,29 @@ func lockedRun(t *testing.T) (*Store, *State) {
 	return s, st
 }
 
-// From the second save on, the state.json replaced is kept as the spare
-// and the next save is written into it: two inodes take turns, each save
-// still leaving a whole state.json, and the spare is the one before.
-func TestSaveTakesTurnsWithTheSpare(t *testing.T) {
+// oldSpare is where an older runr kept the state.json it had replaced, to
+// write the next save into: a run it was running when killed may still hold
+// one.
+func oldSpare(path string) string {
+	return filepath.Join(filepath.Dir(path), tempPrefix+stateFile+"-spare")
+}
+
+// Every save of a live run leaves a whole state.json and nothing else: no
+// temporary file, and no previous state kept for the next save.
+func TestSaveLeavesNoTemporaryFile(t *testing.T) {
 	s, st := lockedRun(t)
 	path := s.StatePath(st.RunID)
-	spare := spareName(path)
-	var inodes []uint64
 	for tick := 1; tick <= 8; tick++ {
 		st.Tick = tick
 		require.NoError(t, s.Save(st))
-		inodes = append(inodes, inodeOf(t, path))
 		got, err := LoadFile(path)
 		require.NoError(t, err)
 		assert.Equal(t, tick, got.Tick)
-		if tick >= 2 {
-			assert.Equal(t, inodes[tick-2], inodeOf(t, spare), "tick %d: the spare is the state.json before", tick)
-		}
-		if tick >= 3 {
-			assert.Equal(t, inodes[tick-3], inodes[tick-1], "tick %d: the save went into the spare", tick)
-		}
+		assert.Empty(t, temps(t, filepath.Dir(path)), "tick %d", tick)
 	}
-	assert.NotEqual(t, inodes[0], inodes[1])
-
-	temps, err := s.LeftoverTemps()
+	left, err := s.LeftoverTemps()
 	require.NoError(t, err)
-	assert.Empty(t, temps, "a live run's spare is no leftover")
+	assert.Empty(t, left)
 }
 
 // A file someone has open is never written again: a reader that opened
@@ -103,27 +99,26 @@ func TestSaveLeavesAnOpenStateAlone(t *testing.T) {
 	assert.Equal(t, string(before), after.String(), "the open file was written")
 }
 
-// Whatever is planted at the spare's name (a symlink, a second name of
-// another file, a file of its own kept open to watch what runr writes) is
-// never written: the save goes to a new file, and the planted file keeps
-// its content.
+// Whatever is planted at the name of an older runr's spare (a symlink, a
+// second name of another file, a file of its own kept open to watch what
+// runr writes) is never written: the save goes to a new file, and the
+// planted file keeps its content.
 func TestSaveNeverWritesThroughThePlantedSpare(t *testing.T) {
 	for _, plant := range []string{"symlink", "hardlink", "file"} {
 		t.Run(plant, func(t *testing.T) {
 			s, st := lockedRun(t)
 			path := s.StatePath(st.RunID)
 			saveTicks(t, s, st, 1, 3)
-			spare := spareName(path)
+			spare := oldSpare(path)
+			require.NoFileExists(t, spare, "a save keeps no spare")
 			outside := filepath.Join(t.TempDir(), "bashrc")
 			require.NoError(t, os.WriteFile(outside, []byte("export PATH=/usr/bin\n"), 0o644))
-			require.NoError(t, os.Remove(spare))
 			switch plant {
 			case "symlink":
 				require.NoError(t, os.Symlink(outside, spare))
 			case "hardlink":
 				require.NoError(t, os.Link(outside, spare))
 			case "file":
-				// Its inode number may well be the removed spare's.
 				require.NoError(t, os.WriteFile(spare, []byte("export PATH=/usr/bin\n"), 0o644))
 				f, err := os.Open(spare)
 				require.NoError(t, err)
@@ -145,28 +140,31 @@ func TestSaveNeverWritesThroughThePlantedSpare(t *testing.T) {
 	}
 }
 
-// A stopped run keeps no spare. A run that died while running leaves one,
-// whole, which is no interrupted write for doctor; status's sweep removes
-// it once it is old, and so does the next runr to take the run.
-func TestSpareGoesWithTheRun(t *testing.T) {
+// The spare an older runr left in a run it was running when killed is a
+// leftover like any other temporary file: doctor lists it, status's sweep
+// removes it once it is old, and so does the next runr to take the run. A
+// stopped run has none.
+func TestOldSpareIsALeftover(t *testing.T) {
 	s, st := newRun(t)
-	l, err := s.Acquire(st.RunID)
-	require.NoError(t, err)
 	saveTicks(t, s, st, 1, 3)
-	spare := spareName(s.StatePath(st.RunID))
-	require.FileExists(t, spare)
-	require.NoError(t, l.Release())
+	spare := oldSpare(s.StatePath(st.RunID))
+	plantSpare := func() {
+		t.Helper()
+		data, err := os.ReadFile(s.StatePath(st.RunID))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(spare, data, 0o644))
+	}
+	plantSpare()
 	temps, err := s.LeftoverTemps()
 	require.NoError(t, err)
-	assert.Empty(t, temps, "the spare of a run that died")
+	assert.Equal(t, []string{spare}, temps, "doctor lists the old spare")
 	s.Sweep(time.Now())
 	require.FileExists(t, spare, "a fresh spare outlives the sweep")
 	s.Sweep(time.Now().Add(StaleAfter + time.Minute))
 	require.NoFileExists(t, spare, "an old one does not")
-	saveTicks(t, s, st, 4, 6)
-	require.FileExists(t, spare)
 
-	l, err = s.Acquire(st.RunID)
+	plantSpare()
+	l, err := s.Acquire(st.RunID)
 	require.NoError(t, err)
 	defer l.Release()
 	assert.NoFileExists(t, spare, "taking the run removes what its last holder left")
@@ -182,34 +180,17 @@ func TestSpareGoesWithTheRun(t *testing.T) {
 }
 
 // Readers racing the saves, which alternate a large and a small state so
-// that a reused file is both grown and cut, see whole states only; some
-// saves reuse the spare all the same.
-func TestStateReaderSeesWholeFilesWhileSparesAreReused(t *testing.T) {
+// that each save both grows and cuts the file, see whole states only.
+func TestStateReaderSeesWholeFilesWhileTheSizeChanges(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
-	seen := map[uint64]int{}
 	raceReader(t, path, bytes.Repeat([]byte("a"), 256<<10), bytes.Repeat([]byte("b"), 12<<10), 200,
-		func(data []byte) error {
-			err := writeState(path, data)
-			seen[inodeOf(t, path)]++
-			return err
-		})
-	assert.Less(t, len(seen), 200, "no save reused the spare")
+		func(data []byte) error { return WriteAtomic(path, data) })
 }
 
 // Pages of an old state that a reader handed on without keeping the file
-// open (spliced into a pipe) keep the state they held when the file is
-// used again as the spare: whether it was emptied right after its save
-// or by the save that writes it next.
+// open (spliced into a pipe) keep the state they held, however many saves
+// come after.
 func TestSpliceOfAnOldStateStaysWhole(t *testing.T) {
-	t.Run("emptied after its save", func(t *testing.T) { spliceStaysWhole(t, true) })
-	t.Run("emptied before it is written", func(t *testing.T) {
-		emptyAfterSave = false
-		defer func() { emptyAfterSave = true }()
-		spliceStaysWhole(t, false)
-	})
-}
-
-func spliceStaysWhole(t *testing.T, wait bool) {
 	s, st := lockedRun(t)
 	path := s.StatePath(st.RunID)
 	saveTicks(t, s, st, 1, 3)
@@ -229,51 +210,11 @@ func spliceStaysWhole(t *testing.T, wait bool) {
 	require.NoError(t, f.Close())
 
 	st.LastErrorSignature = strings.Repeat("a later state ", 100)
-	for tick := 4; tick <= 9; tick++ {
-		st.Tick = tick
-		require.NoError(t, s.Save(st))
-		if wait {
-			slotOf(path).emptying.Wait()
-		}
-	}
+	saveTicks(t, s, st, 4, 9)
 	got := make([]byte, len(want))
 	_, err = io.ReadFull(pr, got)
 	require.NoError(t, err)
 	assert.Equal(t, string(want), string(got), "the spliced pages changed under the reader")
-}
-
-// Nothing the agent does to the spare lasts: a mode it set is not carried
-// into state.json, and a directory in its place does not make every save
-// leave a file behind.
-func TestSpareKeepsNothingPlanted(t *testing.T) {
-	t.Run("mode", func(t *testing.T) {
-		s, st := lockedRun(t)
-		path := s.StatePath(st.RunID)
-		saveTicks(t, s, st, 1, 3)
-		require.NoError(t, os.Chmod(spareName(path), 0o666))
-		for tick := 4; tick <= 7; tick++ {
-			st.Tick = tick
-			require.NoError(t, s.Save(st))
-			fi, err := os.Stat(path)
-			require.NoError(t, err)
-			assert.Equal(t, os.FileMode(0o644), fi.Mode().Perm(), "tick %d", tick)
-		}
-	})
-	t.Run("directory", func(t *testing.T) {
-		s, st := lockedRun(t)
-		path := s.StatePath(st.RunID)
-		saveTicks(t, s, st, 1, 3)
-		spare := spareName(path)
-		require.NoError(t, os.Remove(spare))
-		require.NoError(t, os.MkdirAll(filepath.Join(spare, "inside"), 0o755))
-		saveTicks(t, s, st, 4, 20)
-		got, err := LoadFile(path)
-		require.NoError(t, err)
-		assert.Equal(t, 20, got.Tick)
-		left, err := filepath.Glob(filepath.Join(filepath.Dir(path), tempPrefix+"*"))
-		require.NoError(t, err)
-		assert.Equal(t, []string{spare}, left, "only the planted directory")
-	})
 }
 
 // A FIFO where a directory to sync should be is an error at once, not an
