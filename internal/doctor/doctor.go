@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/runr-dev/runr/internal/config"
-	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
@@ -278,8 +277,8 @@ func familyHints(runDir string, reg stopreasons.Reason, d stopreasons.Details, r
 	if reg.Family == stopreasons.FamilyWorker && r.Evidence.ResetAt != "" {
 		out = append(out, "the provider's limit resets at "+r.Evidence.ResetAt)
 	}
-	if reg.Code == stopreasons.GuardViolation && slices.Contains(strings.Split(d.Condition, ", "), guard.RuleProtect) {
-		out = append(out, "rule protect: "+guard.ProtectAdvice)
+	if reg.Code == stopreasons.GuardViolation && slices.Contains(strings.Split(d.Condition, ", "), stopreasons.RuleProtect) {
+		out = append(out, "rule protect: "+stopreasons.ProtectAdvice)
 	}
 	if f := r.Evidence.LastFailure; f != nil && f.Log != "" && reg.Family != stopreasons.FamilySuccess {
 		out = append(out, "full output of the last failure: "+filepath.Join(runDir, f.Log))
