@@ -1,3 +1,6 @@
+// Package doctor checks the environment runr works in: `runr doctor`
+// without a run id (CheckEnvironment, Verdict). The account of one run,
+// `runr doctor <id>`, is its report (internal/report).
 package doctor
 
 import (

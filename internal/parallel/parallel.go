@@ -19,9 +19,9 @@ import (
 	"time"
 
 	"github.com/runr-dev/runr/internal/config"
-	"github.com/runr-dev/runr/internal/doctor"
 	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/proc"
+	"github.com/runr-dev/runr/internal/report"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopconditions"
 	"github.com/runr-dev/runr/internal/stopreasons"
@@ -1097,7 +1097,7 @@ func (c *coordinator) finish(sp *stopreasons.Stop) (*state.State, error) {
 	}
 	c.event("stop", map[string]any{"code": string(sp.Code), "condition": sp.Condition, "message": sp.Message, "exit_code": reason.ExitCode})
 	err := c.save()
-	if werr := doctor.WriteStopFiles(c.runDir, st); werr != nil && err == nil {
+	if werr := report.WriteStop(c.runDir, st); werr != nil && err == nil {
 		err = werr
 	}
 	c.store.ClearStopRequest(st.RunID)

@@ -1,10 +1,12 @@
-// Package doctor explains runs and checks the environment runr works in.
+// Package report renders a run for people: the account of why it stopped,
+// shown by `runr doctor` and written as report.md and stop.json when the
+// run stops (WriteStop), and the transcript of its timeline (`runr logs`,
+// `runr watch`).
 //
 // Diagnose turns a run's state and run dir into a Report: why the run stopped,
 // with the run's own figures as evidence, and the exact commands to run next.
 // It never fails on a damaged run; what it could not read becomes a warning.
-// CheckEnvironment answers `runr doctor` without a run id.
-package doctor
+package report
 
 import (
 	"encoding/json"
