@@ -14,10 +14,10 @@ import (
 // packages each internal package may import, besides the floor.
 var allowedImports = map[string][]string{
 	"resume":         {"supervisor", "state", "config", "parallel"},
-	"parallel":       {"supervisor", "guard", "state", "report", "stopconditions", "config"},
+	"parallel":       {"supervisor", "guard", "state", "task", "report", "stopconditions", "config"},
 	"initcfg":        {"agents", "config"},
 	"notify":         {"config", "state"},
-	"supervisor":     {"stopconditions", "agents", "guard", "sandbox", "state", "report", "config"},
+	"supervisor":     {"stopconditions", "agents", "guard", "sandbox", "state", "task", "report", "config"},
 	"sandbox":        {},
 	"doctor":         {"guard", "sandbox", "state", "stopconditions", "report", "config"},
 	"report":         {"state", "stopconditions", "config"},
@@ -26,6 +26,7 @@ var allowedImports = map[string][]string{
 	"guard":          {},
 	"state":          {},
 	"stopconditions": {},
+	"task":           {},
 	"watch":          {"report", "state", "stopconditions"},
 	"telemetry":      {"supervisor"},
 	"proc":           {},

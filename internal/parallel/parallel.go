@@ -26,6 +26,7 @@ import (
 	"github.com/runr-dev/runr/internal/stopconditions"
 	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/supervisor"
+	"github.com/runr-dev/runr/internal/task"
 )
 
 // feedbackLines bounds the failing output handed to a requeued milestone;
@@ -221,7 +222,7 @@ func newCoordinator(so supervisor.Options, st *state.State) *coordinator {
 	if len(st.Parallel.Requeues) != len(st.Milestones) {
 		st.Parallel.Requeues = make([]int, len(st.Milestones))
 	}
-	c := &coordinator{o: so, cfg: so.Config, store: so.Store, st: st, runDir: so.Store.RunDir(st.RunID), groups: supervisor.MilestoneGroups(st.Task.Prompt),
+	c := &coordinator{o: so, cfg: so.Config, store: so.Store, st: st, runDir: so.Store.RunDir(st.RunID), groups: task.Groups(st.Task.Prompt),
 		home: filepath.Join(so.Store.Home, "worktrees", st.RunID), branch: "runr/" + st.RunID, start: so.Now(), baseMS: st.ElapsedMS,
 		done: make(chan finished, n), live: map[int]figures{}}
 	c.integ = filepath.Join(c.home, "main")
