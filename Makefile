@@ -111,7 +111,7 @@ FUZZ_TARGETS := \
 	stopconditions:FuzzDecode \
 	config:FuzzLoad \
 	state:FuzzLoadFile state:FuzzTimelineReader \
-	supervisor:FuzzMilestones \
+	task:FuzzMilestones \
 	agents:FuzzClaudeParser agents:FuzzCodexParser agents:FuzzGeminiParser \
 	agents:FuzzOpencodeParser agents:FuzzAiderParser agents:FuzzCommandParser \
 	agents:FuzzQwenParser \

@@ -14,18 +14,20 @@ import (
 // packages each internal package may import, besides the floor.
 var allowedImports = map[string][]string{
 	"resume":         {"supervisor", "state", "config", "parallel"},
-	"parallel":       {"supervisor", "guard", "state", "doctor", "stopconditions", "config"},
+	"parallel":       {"supervisor", "guard", "state", "task", "report", "stopconditions", "config"},
 	"initcfg":        {"agents", "config"},
 	"notify":         {"config", "state"},
-	"supervisor":     {"stopconditions", "agents", "guard", "sandbox", "state", "doctor", "config"},
+	"supervisor":     {"stopconditions", "agents", "guard", "sandbox", "state", "task", "report", "config"},
 	"sandbox":        {},
-	"doctor":         {"guard", "sandbox", "state", "stopconditions", "config"},
+	"doctor":         {"guard", "sandbox", "state", "stopconditions", "report", "config"},
+	"report":         {"state", "stopconditions", "config"},
 	"agents":         {},
 	"config":         {"stopconditions"},
 	"guard":          {},
 	"state":          {},
 	"stopconditions": {},
-	"watch":          {"doctor", "state", "stopconditions"},
+	"task":           {},
+	"watch":          {"report", "state", "stopconditions"},
 	"telemetry":      {"supervisor"},
 	"proc":           {},
 	"stopreasons":    {},
@@ -77,7 +79,7 @@ func TestPackagesImportOnlyWhatTheLayoutAllows(t *testing.T) {
 // TestOnlyProcStartsProcesses: every process runr starts goes through
 // internal/proc (process groups, timeouts, the one PATH lookup), so no
 // other package of runr imports os/exec (tests aside).
-func TestOnlyWorkerStartsProcesses(t *testing.T) {
+func TestOnlyProcStartsProcesses(t *testing.T) {
 	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./internal/...", "./cmd/...")
 	cmd.Dir = repoRoot()
 	out, err := cmd.Output()

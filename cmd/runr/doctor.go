@@ -10,6 +10,7 @@ import (
 	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/doctor"
+	"github.com/runr-dev/runr/internal/report"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/termtext"
@@ -66,7 +67,7 @@ func doctorRun(opts *DoctorOptions) error {
 		return err
 	}
 	st.RunStatus = store.DisplayStatus(st)
-	rep, err := doctor.Diagnose(st, store.RunDir(st.RunID))
+	rep, err := report.Diagnose(st, store.RunDir(st.RunID))
 	if err != nil {
 		return stopreasons.Wrap(stopreasons.StateCorrupt, err, "diagnose run %s", st.RunID)
 	}

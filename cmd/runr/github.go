@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/runr-dev/runr/internal/doctor"
+	"github.com/runr-dev/runr/internal/report"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/termtext"
@@ -28,7 +28,7 @@ func githubReport(io *IOStreams, store *state.Store, st *state.State) {
 	if lookupEnv(io.Environ, "GITHUB_ACTIONS") == "" || st == nil || st.StopReason == nil {
 		return
 	}
-	rep, err := doctor.Diagnose(st, store.RunDir(st.RunID))
+	rep, err := report.Diagnose(st, store.RunDir(st.RunID))
 	if err != nil {
 		rep = nil
 	}
@@ -119,7 +119,7 @@ func formatCost(usd float64) string {
 // task: control characters are made visible, and the message and title are
 // escaped as GitHub's workflow-command rules ask, so the line stays one
 // command.
-func githubAnnotation(st *state.State, rep *doctor.Report) string {
+func githubAnnotation(st *state.State, rep *report.Report) string {
 	r := st.StopReason
 	reg, known := stopreasons.Lookup(r.Code)
 	if known && reg.Family == stopreasons.FamilySuccess {
@@ -153,7 +153,7 @@ func escapeGitHubProperty(s string) string {
 // githubSummary is the job summary's section for the run: outcome, stop
 // reason, milestones, cost and what to do next, compact; report.md in the
 // run directory has the rest.
-func githubSummary(st *state.State, rep *doctor.Report) string {
+func githubSummary(st *state.State, rep *report.Report) string {
 	r := st.StopReason
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/runr-dev/runr/internal/doctor"
+	"github.com/runr-dev/runr/internal/report"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/termtext"
@@ -114,7 +114,7 @@ func logsRun(opts *LogsOptions) error {
 
 	out := bufio.NewWriter(opts.IO.Out)
 	defer out.Flush()
-	tr := doctor.NewTranscript(out, st, runDir, opts.Tick)
+	tr := report.NewTranscript(out, st, runDir, opts.Tick)
 	follower := state.FollowTimeline(store.TimelinePath(st.RunID), maxTranscriptEvent)
 	defer follower.Close()
 	stopped := false
@@ -206,7 +206,7 @@ func workerLogs(opts *LogsOptions, st *state.State, runDir string) error {
 				}
 			}
 			fmt.Fprintf(out, "== worker %d · milestone %d · %s\n", opts.Worker, m, id)
-			tr := doctor.NewTranscript(out, child, ws.RunDir(id), opts.Tick)
+			tr := report.NewTranscript(out, child, ws.RunDir(id), opts.Tick)
 			follower := state.FollowTimeline(ws.TimelinePath(id), maxTranscriptEvent)
 			err = follower.Poll(func(ev state.Event) error {
 				tr.Event(ev)

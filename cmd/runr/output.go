@@ -14,8 +14,8 @@ import (
 
 	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/config"
-	"github.com/runr-dev/runr/internal/doctor"
 	"github.com/runr-dev/runr/internal/guard"
+	"github.com/runr-dev/runr/internal/report"
 	"github.com/runr-dev/runr/internal/resume"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
@@ -504,7 +504,7 @@ func printSummary(io *IOStreams, store *state.Store, st *state.State, cfg *confi
 	head := fmt.Sprintf("%s %s", r.Code, "· "+title)
 	fmt.Fprintf(w, "\nrunr: run %s stopped: %s\n", st.RunID, categoryPaint(p, stopreasons.Category(r.Category), head))
 	fmt.Fprintf(w, "  %s · %s · exit %d\n", r.Category, r.TerminalStatus, r.ExitCode)
-	rep, err := doctor.Diagnose(st, store.RunDir(st.RunID))
+	rep, err := report.Diagnose(st, store.RunDir(st.RunID))
 	if err == nil && rep.Diagnosis != "" {
 		fmt.Fprintf(w, "  %s\n", termtext.Visible(rep.Diagnosis))
 	} else if r.Message != "" {
@@ -629,7 +629,7 @@ func runSummary(store *state.Store, st *state.State) map[string]any {
 	if len(st.AgentSwitches) > 0 {
 		out["agent_switches"] = st.AgentSwitches
 	}
-	if rep, err := doctor.Diagnose(st, store.RunDir(st.RunID)); err == nil {
+	if rep, err := report.Diagnose(st, store.RunDir(st.RunID)); err == nil {
 		out["diagnosis"] = rep.Diagnosis
 		out["next_actions"] = nonNil(rep.NextActions)
 	}

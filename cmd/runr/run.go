@@ -18,6 +18,7 @@ import (
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/supervisor"
+	"github.com/runr-dev/runr/internal/task"
 	"github.com/runr-dev/runr/internal/termtext"
 )
 
@@ -209,7 +210,7 @@ func runRun(opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
-	if supervisor.AllChecked(prompt) {
+	if task.AllChecked(prompt) {
 		return nothingToDo(io, repo, taskFile, opts.JSON)
 	}
 	if cfg.Agent.Kind == agents.CommandKind && len(cfg.Agent.Command) == 0 {
@@ -371,7 +372,7 @@ func readTask(repo string, opts *RunOptions, cfg *config.Config) (string, string
 		return "", "", stopreasons.Errorf(stopreasons.UsageError, "--task and --prompt cannot be used together: give the task as a file or as text")
 	}
 	if opts.Prompt != "" {
-		if err := supervisor.CheckTaskText(opts.Prompt, "--prompt"); err != nil {
+		if err := task.CheckText(opts.Prompt, "--prompt"); err != nil {
 			return "", "", err
 		}
 		return "", opts.Prompt, nil
@@ -387,7 +388,7 @@ func readTask(repo string, opts *RunOptions, cfg *config.Config) (string, string
 	if err != nil {
 		return "", "", stopreasons.Wrap(stopreasons.UsageError, err, "task file %s", cfg.Task)
 	}
-	text, err := supervisor.ReadTask(abs, shownPath(abs))
+	text, err := task.Read(abs, shownPath(abs))
 	if err != nil {
 		return "", "", err
 	}
@@ -400,11 +401,11 @@ func readTask(repo string, opts *RunOptions, cfg *config.Config) (string, string
 
 // checkPromptArgv refuses, before the run is created, a first prompt that
 // the agent's argv cannot carry in {prompt}.
-func checkPromptArgv(cfg *config.Config, task string) error {
+func checkPromptArgv(cfg *config.Config, text string) error {
 	if cfg.Agent.Kind != agents.CommandKind {
 		return nil
 	}
-	return agents.CheckArgvPrompt(cfg.Agent.Command, supervisor.FirstPrompt(task, cfg.Agent.CompletionPromise))
+	return agents.CheckArgvPrompt(cfg.Agent.Command, task.FirstPrompt(text, cfg.Agent.CompletionPromise))
 }
 
 // warnConfig prints, before a run starts, the config's warnings and what a

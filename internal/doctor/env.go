@@ -1,3 +1,6 @@
+// Package doctor checks the environment runr works in: `runr doctor`
+// without a run id (CheckEnvironment, Verdict). The account of one run,
+// `runr doctor <id>`, is its report (internal/report).
 package doctor
 
 import (
@@ -248,46 +251,12 @@ func checkCredentials(o EnvOptions) Check {
 	return Check{Name: CheckCredentials, OK: true, Detail: strings.Join(parts, ", ")}
 }
 
-// shellBuiltins are first words of a `sh -c` command that name no program.
-var shellBuiltins = map[string]bool{
-	"!": true, ".": true, ":": true, "[": true, "[[": true, "{": true, "(": true,
-	"alias": true, "break": true, "case": true, "cd": true, "command": true, "continue": true,
-	"echo": true, "eval": true, "exec": true, "exit": true, "export": true, "false": true,
-	"for": true, "if": true, "local": true, "printf": true, "pwd": true, "read": true,
-	"readonly": true, "return": true, "set": true, "shift": true, "source": true, "test": true,
-	"time": true, "times": true, "trap": true, "true": true, "type": true, "ulimit": true,
-	"umask": true, "unset": true, "until": true, "wait": true, "while": true,
-	"do": true, "done": true, "then": true, "else": true, "elif": true, "fi": true, "esac": true,
-	"function": true, "select": true, "let": true, "declare": true, "typeset": true, "getopts": true,
-	"hash": true, "builtin": true, "shopt": true,
-}
-
-// CommandProgram is the program a `sh -c` command line starts, when that can
-// be told without a shell: the first word after any VAR=value assignments,
-// unless it is a shell builtin or keyword or holds what the shell would
-// expand or interpret ($, quotes, globs, redirections, ...). "" otherwise:
-// such a command is left to the shell.
-func CommandProgram(cmd string) string {
-	_, raw, rest := shellWord(cmd)
-	for {
-		name, _, ok := strings.Cut(raw, "=")
-		if !ok || !isShellName(name) {
-			break
-		}
-		_, raw, rest = shellWord(rest)
-	}
-	if raw == "" || shellBuiltins[raw] || strings.ContainsAny(raw, "$`'\"\\*?[]{}()<>|&;=~!#\n") {
-		return ""
-	}
-	return raw
-}
-
 func checkVerify(root string, environ []string, cfg *config.Config) Check {
 	c := Check{Name: CheckVerify}
 	type use struct{ prog, where string }
 	var uses []use
 	for _, cmd := range cfg.Verify.Commands {
-		uses = append(uses, use{firstProgram(cmd), fmt.Sprintf("in %q", cmd)})
+		uses = append(uses, use{proc.FirstProgram(cmd), fmt.Sprintf("in %q", cmd)})
 	}
 	if len(cfg.Review.Command) > 0 {
 		// review.command is an argv, not a shell line.
@@ -297,7 +266,7 @@ func checkVerify(root string, environ []string, cfg *config.Config) Check {
 	seen := map[string]bool{}
 	for _, u := range uses {
 		prog := u.prog
-		if prog == "" || shellBuiltins[prog] || seen[prog] {
+		if prog == "" || proc.ShellBuiltin(prog) || seen[prog] {
 			continue
 		}
 		seen[prog] = true
@@ -317,59 +286,6 @@ func checkVerify(root string, environ []string, cfg *config.Config) Check {
 		c.OK, c.Detail = true, strings.Join(found, ", ")
 	}
 	return c
-}
-
-// firstProgram is the program a shell command line starts with, after any
-// VAR=value assignments. Quotes are honoured ("./my tool" is one word);
-// anything fancier (expansions, subshells) is not a program to look up.
-func firstProgram(cmd string) string {
-	rest := cmd
-	for {
-		word, raw, next := shellWord(rest)
-		if raw == "" {
-			return ""
-		}
-		if name, _, ok := strings.Cut(raw, "="); ok && isShellName(name) {
-			rest = next
-			continue
-		}
-		return word
-	}
-}
-
-// shellWord splits the first word off s: the word with its quotes removed,
-// the word as written, and what follows it.
-func shellWord(s string) (word, raw, rest string) {
-	s = strings.TrimLeft(s, " \t")
-	var b strings.Builder
-	var quote rune
-	for i, c := range s {
-		switch {
-		case quote != 0 && c == quote:
-			quote = 0
-		case quote != 0:
-			b.WriteRune(c)
-		case c == '\'' || c == '"':
-			quote = c
-		case c == ' ' || c == '\t':
-			return b.String(), s[:i], s[i:]
-		default:
-			b.WriteRune(c)
-		}
-	}
-	return b.String(), s, ""
-}
-
-func isShellName(s string) bool {
-	if s == "" || s[0] >= '0' && s[0] <= '9' {
-		return false
-	}
-	for _, c := range s {
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
 }
 
 func checkStaleLocks(s *state.Store) Check {

@@ -2,7 +2,6 @@ package doctor
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -13,43 +12,6 @@ import (
 
 // CheckSandbox is the name of the environment's sandbox line.
 const CheckSandbox = "sandbox"
-
-// SandboxRecord is a run's recorded confinement (its `sandbox` event).
-type SandboxRecord struct {
-	Mode           string   `json:"mode"`
-	Confined       bool     `json:"confined"`
-	ABI            int      `json:"abi"`
-	Kernel         string   `json:"kernel,omitempty"`
-	Namespace      bool     `json:"namespace"`
-	NamespaceError string   `json:"namespace_error,omitempty"`
-	TopLevelOnly   bool     `json:"top_level_only,omitempty"`
-	Writable       []string `json:"writable,omitempty"`
-	ReadOnly       []string `json:"read_only,omitempty"`
-}
-
-func sandboxRecord(data json.RawMessage) *SandboxRecord {
-	if len(data) == 0 {
-		return nil
-	}
-	var r SandboxRecord
-	if json.Unmarshal(data, &r) != nil {
-		return nil
-	}
-	return &r
-}
-
-// Summary says in a line how the agent was confined.
-func (r *SandboxRecord) Summary() string {
-	switch {
-	case !r.Confined:
-		return r.Mode + ": unconfined (no Landlock on kernel " + r.Kernel + ")"
-	case r.Namespace:
-		return fmt.Sprintf("%s: Landlock ABI %d, private mount namespace, read-only: %s", r.Mode, r.ABI, strings.Join(r.ReadOnly, ", "))
-	case r.TopLevelOnly:
-		return fmt.Sprintf("%s: Landlock ABI %d alone, the checkout's existing top-level entries writable but not its root", r.Mode, r.ABI)
-	}
-	return fmt.Sprintf("%s: Landlock ABI %d", r.Mode, r.ABI)
-}
 
 // checkSandbox is the environment's sandbox line: the kernel's Landlock
 // ABI, whether a user and mount namespace can be set up here, and what

@@ -2,7 +2,6 @@ package doctor
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"testing"
 
@@ -47,15 +46,4 @@ func TestEnvironmentSandbox(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestRunSandboxRecord(t *testing.T) {
-	data, err := json.Marshal(map[string]any{"mode": "on", "confined": true, "abi": 7, "namespace": true,
-		"read_only": []string{"/r/.git"}, "writable": []string{"/r", "/tmp/runr-x"}})
-	require.NoError(t, err)
-	r := sandboxRecord(data)
-	require.NotNil(t, r)
-	assert.Equal(t, "on: Landlock ABI 7, private mount namespace, read-only: /r/.git", r.Summary())
-	assert.Nil(t, sandboxRecord(nil))
-	assert.Nil(t, sandboxRecord(json.RawMessage(`[1]`)))
 }

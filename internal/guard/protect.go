@@ -9,13 +9,9 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
-)
 
-// RuleProtect is the rule a change to a protected file breaks
-// (Violation.Rule, and the stop's details): a file that existed at the
-// start of the run and matches a scope.protect glob was modified, deleted
-// or renamed.
-const RuleProtect = "protect"
+	"github.com/runr-dev/runr/internal/stopreasons"
+)
 
 // What happened to a protected file (Violation.Change).
 const (
@@ -25,11 +21,6 @@ const (
 	// records it, and a test runner may skip a test that lost it).
 	ChangeMode = "executable bit changed"
 )
-
-// ProtectAdvice says what the protect rule stops and how to allow a change;
-// messages about a protect violation end with it.
-const ProtectAdvice = "existing files matching scope.protect may not be modified, deleted or renamed (new files may be added, and changed again); " +
-	"restore the files as they were at the start, or remove the glob from scope.protect or --protect to allow the change"
 
 // Existed reports whether a file was at path p (relative to the root) when
 // the snapshot was taken, tracked or not (an untracked file of a dirty
@@ -65,7 +56,7 @@ func (s *Snapshot) CheckProtect(changed, protect []string) ([]Violation, error) 
 		if _, err := os.Lstat(filepath.Join(s.Top, filepath.FromSlash(p))); errors.Is(err, fs.ErrNotExist) {
 			change = ChangeDeleted
 		}
-		out = append(out, Violation{Path: p, Rule: RuleProtect, Pattern: protect[i], Change: change})
+		out = append(out, Violation{Path: p, Rule: stopreasons.RuleProtect, Pattern: protect[i], Change: change})
 	}
 	// A change of the executable bit alone leaves the content, which is
 	// all that changed lists, as it was.
@@ -83,7 +74,7 @@ func (s *Snapshot) CheckProtect(changed, protect []string) ([]Violation, error) 
 			continue // a change of its content or kind, which changed lists
 		}
 		if uint32(st.Mode)&unix.S_IXUSR != was.Mode&unix.S_IXUSR {
-			modes = append(modes, Violation{Path: p, Rule: RuleProtect, Pattern: protect[i], Change: ChangeMode})
+			modes = append(modes, Violation{Path: p, Rule: stopreasons.RuleProtect, Pattern: protect[i], Change: ChangeMode})
 		}
 	}
 	slices.SortFunc(modes, func(a, b Violation) int { return strings.Compare(a.Path, b.Path) })

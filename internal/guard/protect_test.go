@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
 // protectRepo is a repository with committed code and tests, a test file
@@ -42,31 +44,31 @@ func TestCheckProtect(t *testing.T) {
 	}{
 		{"modified", func(t *testing.T, dir string) {
 			writeFile(t, dir, "calc_test.go", "package calc\n// weakened\n")
-		}, []Violation{{Path: "calc_test.go", Rule: RuleProtect, Pattern: "**/*_test.go", Change: ChangeModified}}},
+		}, []Violation{{Path: "calc_test.go", Rule: stopreasons.RuleProtect, Pattern: "**/*_test.go", Change: ChangeModified}}},
 		{"deleted", func(t *testing.T, dir string) {
 			require.NoError(t, os.Remove(filepath.Join(dir, "pkg", "util_test.go")))
-		}, []Violation{{Path: "pkg/util_test.go", Rule: RuleProtect, Pattern: "**/*_test.go", Change: ChangeDeleted}}},
+		}, []Violation{{Path: "pkg/util_test.go", Rule: stopreasons.RuleProtect, Pattern: "**/*_test.go", Change: ChangeDeleted}}},
 		{"renamed", func(t *testing.T, dir string) {
 			require.NoError(t, os.Rename(filepath.Join(dir, "calc_test.go"), filepath.Join(dir, "calc_old.go")))
-		}, []Violation{{Path: "calc_test.go", Rule: RuleProtect, Pattern: "**/*_test.go", Change: ChangeDeleted}}},
+		}, []Violation{{Path: "calc_test.go", Rule: stopreasons.RuleProtect, Pattern: "**/*_test.go", Change: ChangeDeleted}}},
 		{"renamed to another protected name", func(t *testing.T, dir string) {
 			require.NoError(t, os.Rename(filepath.Join(dir, "calc_test.go"), filepath.Join(dir, "calc2_test.go")))
-		}, []Violation{{Path: "calc_test.go", Rule: RuleProtect, Pattern: "**/*_test.go", Change: ChangeDeleted}}},
+		}, []Violation{{Path: "calc_test.go", Rule: stopreasons.RuleProtect, Pattern: "**/*_test.go", Change: ChangeDeleted}}},
 		{"a file under a protected directory", func(t *testing.T, dir string) {
 			writeFile(t, dir, "tests/golden/a.json", "{\"weakened\": true}\n")
-		}, []Violation{{Path: "tests/golden/a.json", Rule: RuleProtect, Pattern: "tests/", Change: ChangeModified}}},
+		}, []Violation{{Path: "tests/golden/a.json", Rule: stopreasons.RuleProtect, Pattern: "tests/", Change: ChangeModified}}},
 		{"untracked at the start, modified", func(t *testing.T, dir string) {
 			writeFile(t, dir, "draft_test.go", "package calc\n// changed\n")
-		}, []Violation{{Path: "draft_test.go", Rule: RuleProtect, Pattern: "**/*_test.go", Change: ChangeModified}}},
+		}, []Violation{{Path: "draft_test.go", Rule: stopreasons.RuleProtect, Pattern: "**/*_test.go", Change: ChangeModified}}},
 		{"untracked at the start, deleted", func(t *testing.T, dir string) {
 			require.NoError(t, os.Remove(filepath.Join(dir, "draft_test.go")))
-		}, []Violation{{Path: "draft_test.go", Rule: RuleProtect, Pattern: "**/*_test.go", Change: ChangeDeleted}}},
+		}, []Violation{{Path: "draft_test.go", Rule: stopreasons.RuleProtect, Pattern: "**/*_test.go", Change: ChangeDeleted}}},
 		{"made executable, content unchanged", func(t *testing.T, dir string) {
 			require.NoError(t, os.Chmod(filepath.Join(dir, "calc_test.go"), 0o755))
-		}, []Violation{{Path: "calc_test.go", Rule: RuleProtect, Pattern: "**/*_test.go", Change: ChangeMode}}},
+		}, []Violation{{Path: "calc_test.go", Rule: stopreasons.RuleProtect, Pattern: "**/*_test.go", Change: ChangeMode}}},
 		{"made non-executable, untracked at the start", func(t *testing.T, dir string) {
 			require.NoError(t, os.Chmod(filepath.Join(dir, "draft_test.go"), 0o755))
-		}, []Violation{{Path: "draft_test.go", Rule: RuleProtect, Pattern: "**/*_test.go", Change: ChangeMode}}},
+		}, []Violation{{Path: "draft_test.go", Rule: stopreasons.RuleProtect, Pattern: "**/*_test.go", Change: ChangeMode}}},
 		{"other permission bits", func(t *testing.T, dir string) {
 			require.NoError(t, os.Chmod(filepath.Join(dir, "calc_test.go"), 0o600))
 		}, nil},
@@ -119,7 +121,7 @@ func TestCheckProtectAfterDecode(t *testing.T) {
 	require.NoError(t, err)
 	got, err := back.CheckProtect(changed, []string{"*_test.go"})
 	require.NoError(t, err)
-	assert.Equal(t, []Violation{{Path: "calc_test.go", Rule: RuleProtect, Pattern: "*_test.go", Change: ChangeDeleted}}, got)
+	assert.Equal(t, []Violation{{Path: "calc_test.go", Rule: stopreasons.RuleProtect, Pattern: "*_test.go", Change: ChangeDeleted}}, got)
 }
 
 func TestCheckProtectBadGlobAndNone(t *testing.T) {

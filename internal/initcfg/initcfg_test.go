@@ -12,7 +12,7 @@ import (
 	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/stopreasons"
-	"github.com/runr-dev/runr/internal/supervisor"
+	"github.com/runr-dev/runr/internal/task"
 )
 
 func project(t *testing.T, files map[string]string) string {
@@ -99,9 +99,9 @@ func TestInitWritesAConfigThatLoads(t *testing.T) {
 			assert.NoError(t, guard.ValidGlob(g))
 		}
 
-		task, err := supervisor.ReadTask(filepath.Join(dir, TaskFile), TaskFile)
+		text, err := task.Read(filepath.Join(dir, TaskFile), TaskFile)
 		require.NoError(t, err)
-		assert.Len(t, supervisor.Milestones(task), 2)
+		assert.Len(t, task.Goals(text), 2)
 	}
 }
 

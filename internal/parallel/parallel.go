@@ -18,13 +18,14 @@ import (
 	"time"
 
 	"github.com/runr-dev/runr/internal/config"
-	"github.com/runr-dev/runr/internal/doctor"
 	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/proc"
+	"github.com/runr-dev/runr/internal/report"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopconditions"
 	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/supervisor"
+	"github.com/runr-dev/runr/internal/task"
 )
 
 // feedbackLines bounds the failing output handed to a requeued milestone;
@@ -220,7 +221,7 @@ func newCoordinator(so supervisor.Options, st *state.State) *coordinator {
 	if len(st.Parallel.Requeues) != len(st.Milestones) {
 		st.Parallel.Requeues = make([]int, len(st.Milestones))
 	}
-	c := &coordinator{o: so, cfg: so.Config, store: so.Store, st: st, runDir: so.Store.RunDir(st.RunID), groups: supervisor.MilestoneGroups(st.Task.Prompt),
+	c := &coordinator{o: so, cfg: so.Config, store: so.Store, st: st, runDir: so.Store.RunDir(st.RunID), groups: task.Groups(st.Task.Prompt),
 		home: filepath.Join(so.Store.Home, "worktrees", st.RunID), branch: guard.RunBranch(st.RunID), start: so.Now(), baseMS: st.ElapsedMS,
 		done: make(chan finished, n), live: map[int]figures{}}
 	c.integ = filepath.Join(c.home, "main")
@@ -1088,7 +1089,7 @@ func (c *coordinator) finish(sp *stopreasons.Stop) (*state.State, error) {
 	}
 	c.event("stop", map[string]any{"code": string(sp.Code), "condition": sp.Condition, "message": sp.Message, "exit_code": reason.ExitCode})
 	err := c.save()
-	if werr := doctor.WriteStopFiles(c.runDir, st); werr != nil && err == nil {
+	if werr := report.WriteStop(c.runDir, st); werr != nil && err == nil {
 		err = werr
 	}
 	c.store.ClearStopRequest(st.RunID)

@@ -8,8 +8,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/runr-dev/runr/internal/doctor"
 	"github.com/runr-dev/runr/internal/guard"
+	"github.com/runr-dev/runr/internal/report"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopconditions"
 	"github.com/runr-dev/runr/internal/stopreasons"
@@ -283,7 +283,7 @@ func (s *Supervisor) finish(sp *stop) (*state.State, error) {
 	if s.log != nil {
 		s.log.Info("run stopped", zap.String("code", string(sp.Code)), zap.String("message", sp.Message))
 	}
-	if werr := doctor.WriteStopFiles(s.store.RunDir(st.RunID), st); werr != nil && err == nil {
+	if werr := report.WriteStop(s.store.RunDir(st.RunID), st); werr != nil && err == nil {
 		err = werr
 	}
 	s.store.ClearStopRequest(st.RunID)

@@ -40,16 +40,6 @@ func TestStoreInside(t *testing.T) {
 	assert.False(t, storeInside(filepath.Join(link, ".git", "runr"), repo))
 }
 
-// TestTaskItemsOfEachTask: the items kept for the last task read are
-// never another task's.
-func TestTaskItemsOfEachTask(t *testing.T) {
-	a, b := "- [ ] one\n- [ ] two\n", "- [ ] three\n"
-	for range 2 {
-		assert.Equal(t, []string{"one", "two"}, goals(Milestones(a)))
-		assert.Equal(t, []string{"three"}, goals(Milestones(b)))
-	}
-}
-
 // TestWorktreeRecordedAtOnce: a --worktree run records its worktree and
 // branch as soon as it makes them, so that a crash before its first call
 // leaves a state whose resume takes the worktree instead of making the

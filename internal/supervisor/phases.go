@@ -406,8 +406,8 @@ func (s *Supervisor) afterImplement(ctx context.Context) (result, bool) {
 			}
 			msgs = append(msgs, msg)
 		}
-		if out := named(protected, guard.RuleProtect); len(out) > 0 {
-			msgs = append(msgs, fmt.Sprintf("%d protected file(s) changed: %s; %s", len(out), strings.Join(out, ", "), guard.ProtectAdvice))
+		if out := named(protected, stopreasons.RuleProtect); len(out) > 0 {
+			msgs = append(msgs, fmt.Sprintf("%d protected file(s) changed: %s; %s", len(out), strings.Join(out, ", "), stopreasons.ProtectAdvice))
 		}
 		return result{Event: Event{Outcome: ScopeViolated}, stop: &stop{Stop: stopreasons.Stop{Condition: strings.Join(ruleNames, ", "),
 			Message: strings.Join(msgs, "; "),

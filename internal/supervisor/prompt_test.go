@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/state"
+	"github.com/runr-dev/runr/internal/task"
 )
 
 func goals(ms []state.Milestone) []string {
@@ -19,35 +19,20 @@ func goals(ms []state.Milestone) []string {
 	return out
 }
 
-func TestMilestones(t *testing.T) {
-	tests := []struct {
-		name string
-		task string
-		want []string
-	}{
-		{"checklist", "# Work\n- [ ] fix Add\n- [x] done already\n* [ ] star item  \n+ [ ] plus item\n- [] not an item\n", []string{"fix Add", "star item", "plus item"}},
-		{"ordered items", "1. [ ] first\n2) [ ] second\n3. [x] third\n10. [ ] tenth\n", []string{"first", "second", "tenth"}},
-		{"nested items belong to the item above", "- [ ] parent\n  - [ ] child\n    - [ ] grandchild\n  details\n- [ ] next\n", []string{"parent", "next"}},
-		{"nested under a checked item: done with it", "- [x] done\n  - [ ] its step\n- [ ] todo\n", []string{"todo"}},
-		{"tab-indented item is nested", "- [ ] a\n\t- [ ] b\n", []string{"a"}},
-		{"boxes in a fenced block are text", "- [ ] real\n\n```md\n- [ ] example\n```\n~~~\n- [ ] tilde example\n~~~\n- [ ] after\n", []string{"real", "after"}},
-		{"inline code at a line's start is no fence", "- [x] setup\n```make build``` must pass\n- [ ] implement\n", []string{"implement"}},
-		{"an unclosed fence hides the rest", "- [ ] a\n````\n- [ ] b\n```\n- [ ] c\n", []string{"a"}},
-		{"a fence inside an item belongs to it", "- [ ] a\n  ```\n- [ ] in code\n  ```\n- [ ] b\n", []string{"a", "b"}},
-		{"CRLF", "- [ ] a\r\n- [ ] b\r\n", []string{"a", "b"}},
-		{"empty box is no item", "# T\n- [ ]   \n", []string{"T"}},
-		{"no checklist: the title", "\n## Make the tests pass\n\nSome text.\n", []string{"Make the tests pass"}},
-		{"empty", "  \n", []string{"the task"}},
-		{"long title cut on a rune", strings.Repeat("é", 130), []string{strings.Repeat("é", 120) + "…"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ms := Milestones(tt.task)
-			assert.Equal(t, tt.want, goals(ms))
-			for _, m := range ms {
-				assert.Equal(t, state.MilestonePending, m.Status)
-			}
-		})
+// TestMilestonesStartPending: a new run's milestones are the task's goals,
+// each pending, with no attempt.
+func TestMilestonesStartPending(t *testing.T) {
+	for _, text := range []string{
+		"# Work\n- [ ] fix Add\n- [x] done already\n* [ ] star item  \n+ [ ] plus item\n",
+		"\n## Make the tests pass\n\nSome text.\n",
+		"  \n",
+	} {
+		ms := Milestones(text)
+		assert.Equal(t, task.Goals(text), goals(ms))
+		for i, m := range ms {
+			assert.Equal(t, state.MilestonePending, m.Status)
+			assert.Empty(t, m.Attempts, "milestone %d", i)
+		}
 	}
 }
 
@@ -126,33 +111,4 @@ func TestStatisticsJudgeFinishedAttemptsOnly(t *testing.T) {
 	assert.Equal(t, 1, s.Failed)
 	assert.InDelta(t, 2.0/3, s.RetryRate, 1e-9, "an incomplete iteration is not a retry")
 	assert.InDelta(t, 1.0/3, s.RejectRate, 1e-9)
-}
-
-func TestAllChecked(t *testing.T) {
-	for task, want := range map[string]bool{
-		"# Done\n- [x] a\n- [X] b\n":            true,
-		"1. [x] a\n   - [ ] its step\n":         true,
-		"- [x] a\n- [ ] b\n":                    false,
-		"Fix the bug.\n":                        false, // no checklist: one milestone
-		"- [x] a\n```\n- [ ] in a fence\n```\n": true,
-		"":                                      false,
-	} {
-		assert.Equal(t, want, AllChecked(task), "task %q", task)
-	}
-}
-
-// The current milestone's section of the prompt carries the item's
-// indented lines and nested items.
-func TestPromptCarriesTheMilestonesBlock(t *testing.T) {
-	task := "# Work\n- [ ] fix Add\n  - handle overflow\n  - [ ] and negative numbers\n- [ ] add Max\n"
-	p := BuildPrompt(promptState(task, 0, nil, ""), "<promise>COMPLETE</promise>")
-	assert.Contains(t, p, "# Current milestone (1 of 2)\n\n- [ ] fix Add\n  - handle overflow\n  - [ ] and negative numbers\n\n")
-	p = BuildPrompt(promptState(task, 1, nil, ""), "<promise>COMPLETE</promise>")
-	assert.Contains(t, p, "# Current milestone (2 of 2)\n\nadd Max\n\n")
-
-	// A run made when nested items were milestones of their own keeps its
-	// goals: the block of another item is not shown for one of them.
-	st := &state.State{Task: state.Task{Prompt: task}, Milestones: []state.Milestone{{Goal: "fix Add"}, {Goal: "and negative numbers"}, {Goal: "add Max"}}, MilestoneIndex: 1}
-	p = BuildPrompt(st, "<promise>COMPLETE</promise>")
-	assert.Contains(t, p, "# Current milestone (2 of 3)\n\nand negative numbers\n\n")
 }

@@ -20,7 +20,6 @@ import (
 
 	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/config"
-	"github.com/runr-dev/runr/internal/doctor"
 	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/proc"
 	"github.com/runr-dev/runr/internal/state"
@@ -608,7 +607,7 @@ func (s *Supervisor) findPrograms() ([]FoundProgram, *stop) {
 		found = append(found, FoundProgram{Key: "custom_script", Program: prog, Path: path})
 	}
 	for i, cmd := range s.cfg.Verify.Commands {
-		prog := doctor.CommandProgram(cmd)
+		prog := proc.CommandProgram(cmd)
 		if prog == "" {
 			continue
 		}

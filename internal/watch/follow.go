@@ -6,12 +6,12 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/runr-dev/runr/internal/doctor"
+	"github.com/runr-dev/runr/internal/report"
 	"github.com/runr-dev/runr/internal/state"
 )
 
 // follower streams a run's transcript as `runr logs --follow` does: the
-// timeline read from where the last poll stopped, written by doctor's
+// timeline read from where the last poll stopped, written by report's
 // Transcript. It is polled by one command at a time.
 type follower struct {
 	mu     sync.Mutex
@@ -19,7 +19,7 @@ type follower struct {
 	store  *state.Store
 	id     string
 	tl     *state.TimelineFollower
-	tr     *doctor.Transcript
+	tr     *report.Transcript
 	out    lineWriter
 }
 
@@ -49,7 +49,7 @@ func (f *follower) read() ([]string, bool, error) {
 		if err != nil {
 			return nil, true, err
 		}
-		f.tr = doctor.NewTranscript(&f.out, st, f.store.RunDir(f.id), 0)
+		f.tr = report.NewTranscript(&f.out, st, f.store.RunDir(f.id), 0)
 		f.tl = state.FollowTimeline(f.store.TimelinePath(f.id), maxEvent)
 	}
 	// The lock before the events: a run that stops between the two has

@@ -1,4 +1,4 @@
-package doctor
+package report
 
 import (
 	"fmt"
@@ -11,13 +11,13 @@ import (
 
 // Names of the files written when a run stops (DESIGN §5).
 const (
-	ReportFile = "report.md"
-	StopFile   = "stop.json"
+	MarkdownFile = "report.md"
+	StopFile     = "stop.json"
 )
 
-// WriteStopFiles writes report.md and stop.json into runDir, each atomically,
+// WriteStop writes report.md and stop.json into runDir, each atomically,
 // so a reader sees the old file or the new one, never half of one.
-func WriteStopFiles(runDir string, st *state.State) error {
+func WriteStop(runDir string, st *state.State) error {
 	r, err := Diagnose(st, runDir)
 	if err != nil {
 		return err
@@ -26,9 +26,9 @@ func WriteStopFiles(runDir string, st *state.State) error {
 	if err != nil {
 		return stopreasons.Wrap(stopreasons.InternalError, err, "write %s", filepath.Join(runDir, StopFile))
 	}
-	files := []state.File{{Name: ReportFile, Data: []byte(r.Markdown())}, {Name: StopFile, Data: js}}
+	files := []state.File{{Name: MarkdownFile, Data: []byte(r.Markdown())}, {Name: StopFile, Data: js}}
 	if err := state.WriteAtomicFiles(runDir, files); err != nil {
-		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "write %s and %s in %s: check that the run directory is writable", ReportFile, StopFile, runDir)
+		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "write %s and %s in %s: check that the run directory is writable", MarkdownFile, StopFile, runDir)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package supervisor
+package task
 
 import (
 	"testing"
@@ -22,9 +22,9 @@ func TestMilestoneGroups(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := MilestoneGroups(tc.task)
+			got := Groups(tc.task)
 			assert.Equal(t, tc.want, got)
-			assert.Len(t, got, len(Milestones(tc.task)))
+			assert.Len(t, got, len(Goals(tc.task)))
 		})
 	}
 }

@@ -1,10 +1,8 @@
-package supervisor
+package task
 
 import (
 	"strings"
 	"testing"
-
-	"github.com/runr-dev/runr/internal/state"
 )
 
 // FuzzMilestones reads any task text. Each milestone's goal is a trimmed
@@ -27,19 +25,16 @@ func FuzzMilestones(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, task string) {
-		ms := Milestones(task)
-		if len(ms) == 0 {
+		goals := Goals(task)
+		if len(goals) == 0 {
 			t.Fatal("no milestone")
 		}
-		for i, m := range ms {
-			if m.Status != state.MilestonePending || len(m.Attempts) != 0 {
-				t.Fatalf("milestone %d starts as %q with %d attempts", i, m.Status, len(m.Attempts))
+		for i, goal := range goals {
+			if strings.TrimSpace(goal) == "" || goal != strings.TrimSpace(goal) {
+				t.Fatalf("milestone %d has goal %q, not a trimmed non-blank text", i, goal)
 			}
-			if strings.TrimSpace(m.Goal) == "" || m.Goal != strings.TrimSpace(m.Goal) {
-				t.Fatalf("milestone %d has goal %q, not a trimmed non-blank text", i, m.Goal)
-			}
-			if strings.Contains(m.Goal, "\n") {
-				t.Fatalf("milestone %d spans lines: %q", i, m.Goal)
+			if strings.Contains(goal, "\n") {
+				t.Fatalf("milestone %d spans lines: %q", i, goal)
 			}
 		}
 		lines := strings.Split(task, "\n")
@@ -66,24 +61,24 @@ func FuzzMilestones(f *testing.F) {
 			}
 			// The goals are a subsequence of the unchecked item lines.
 			j := 0
-			for i, m := range ms {
-				for j < len(unchecked) && unchecked[j] != m.Goal {
+			for i, goal := range goals {
+				for j < len(unchecked) && unchecked[j] != goal {
 					j++
 				}
 				if j == len(unchecked) {
-					t.Fatalf("milestone %d %q is not an unchecked item line in order (%q)", i, m.Goal, unchecked)
+					t.Fatalf("milestone %d %q is not an unchecked item line in order (%q)", i, goal, unchecked)
 				}
 				j++
 			}
 			return
 		}
-		if len(ms) != 1 {
-			t.Fatalf("a task without checklist items has %d milestones", len(ms))
+		if len(goals) != 1 {
+			t.Fatalf("a task without checklist items has %d milestones", len(goals))
 		}
 		// A long title is cut on a rune, which spells invalid bytes as U+FFFD.
-		goal := strings.TrimSuffix(ms[0].Goal, "…")
-		if ms[0].Goal != "the task" && !strings.Contains(task, goal) && !strings.Contains(string([]rune(task)), goal) {
-			t.Fatalf("goal %q is not from the task", ms[0].Goal)
+		goal := strings.TrimSuffix(goals[0], "…")
+		if goals[0] != "the task" && !strings.Contains(task, goal) && !strings.Contains(string([]rune(task)), goal) {
+			t.Fatalf("goal %q is not from the task", goals[0])
 		}
 	})
 }

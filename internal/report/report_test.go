@@ -1,4 +1,4 @@
-package doctor
+package report
 
 import (
 	"bytes"
@@ -334,8 +334,8 @@ func golden(t *testing.T, name string, got []byte) {
 		return
 	}
 	want, err := os.ReadFile(path)
-	require.NoError(t, err, "missing golden file; run go test ./internal/doctor -update")
-	assert.Equal(t, string(want), string(got), "output differs from %s; if the change is intended, run go test ./internal/doctor -update", path)
+	require.NoError(t, err, "missing golden file; run go test ./internal/report -update")
+	assert.Equal(t, string(want), string(got), "output differs from %s; if the change is intended, run go test ./internal/report -update", path)
 }
 
 func diagnose(t testing.TB, r run) *Report {
@@ -614,12 +614,12 @@ func TestColourOnlyWhenAsked(t *testing.T) {
 	assert.Contains(t, coloured.String(), "\x1b[")
 }
 
-func TestWriteStopFiles(t *testing.T) {
+func TestWriteStop(t *testing.T) {
 	r := scenarioTimeout()
 	dir := r.dir(t)
-	require.NoError(t, WriteStopFiles(dir, r.st))
+	require.NoError(t, WriteStop(dir, r.st))
 
-	md, err := os.ReadFile(filepath.Join(dir, ReportFile))
+	md, err := os.ReadFile(filepath.Join(dir, MarkdownFile))
 	require.NoError(t, err)
 	report := string(md)
 	for _, want := range []string{
@@ -652,20 +652,20 @@ func TestWriteStopFiles(t *testing.T) {
 
 	// Rewriting replaces both files.
 	r.st.StopReason = stopped(stopreasons.UserStopped, 1, "runr stop")
-	require.NoError(t, WriteStopFiles(dir, r.st))
+	require.NoError(t, WriteStop(dir, r.st))
 	js, err = os.ReadFile(filepath.Join(dir, StopFile))
 	require.NoError(t, err)
 	assert.Contains(t, string(js), `"code": "user_stopped"`)
 }
 
-func TestWriteStopFilesUnwritableDir(t *testing.T) {
+func TestWriteStopUnwritableDir(t *testing.T) {
 	r := scenarioComplete()
 	dir := filepath.Join(r.dir(t), "report-is-a-file")
 	require.NoError(t, os.WriteFile(dir, nil, 0o644))
-	err := WriteStopFiles(dir, r.st)
+	err := WriteStop(dir, r.st)
 	require.Error(t, err)
 	assert.Equal(t, stopreasons.EnvironmentInvalid, stopreasons.CodeOf(err))
-	assert.Contains(t, err.Error(), ReportFile)
+	assert.Contains(t, err.Error(), MarkdownFile)
 }
 
 func BenchmarkDiagnoseLargeTimeline(b *testing.B) {

@@ -1,4 +1,4 @@
-package supervisor
+package task
 
 import (
 	"os"
@@ -26,14 +26,14 @@ func TestReadTask(t *testing.T) {
 		{"empty", write("empty.md", " \n\t\n"), "is empty"},
 		{"NUL", write("nul.md", "ab\x00"), "NUL byte at byte offset 2"},
 		{"not UTF-8", write("latin1.md", "caf\xe9"), "not valid UTF-8 at byte offset 3"},
-		{"too large", write("big.md", strings.Repeat("x", MaxTaskBytes+1)), "larger than the limit of 16 MiB"},
-		{"at the limit", write("limit.md", strings.Repeat("x", MaxTaskBytes)), ""},
+		{"too large", write("big.md", strings.Repeat("x", MaxBytes+1)), "larger than the limit of 16 MiB"},
+		{"at the limit", write("limit.md", strings.Repeat("x", MaxBytes)), ""},
 		{"directory", dir, "not a regular file (a directory)"},
 		{"device", "/dev/zero", "not a regular file (a device)"},
 		{"missing", filepath.Join(dir, "missing.md"), "cannot be read"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			text, err := ReadTask(tc.path, "T.md")
+			text, err := Read(tc.path, "T.md")
 			if tc.want == "" {
 				require.NoError(t, err)
 				assert.NotEmpty(t, text)
@@ -45,6 +45,6 @@ func TestReadTask(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
-	assert.ErrorContains(t, CheckTaskText("ok\xff", "--prompt"), "--prompt is not valid UTF-8 at byte offset 2")
-	assert.NoError(t, CheckTaskText("fine", "--prompt"))
+	assert.ErrorContains(t, CheckText("ok\xff", "--prompt"), "--prompt is not valid UTF-8 at byte offset 2")
+	assert.NoError(t, CheckText("fine", "--prompt"))
 }

@@ -1,4 +1,9 @@
-package supervisor
+// Package task reads the task of a run (a file, or the --prompt text): its
+// unchecked checklist items are the run's milestones, its `##` sections
+// their groups in a parallel run; and it writes the prompt of each agent
+// call from it. It knows nothing of the run's state: the supervisor hands
+// it what a prompt needs (Call).
+package task
 
 import (
 	"bytes"
@@ -10,20 +15,19 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
-// MaxTaskBytes is the largest task runr accepts. The task is held in memory,
+// MaxBytes is the largest task runr accepts. The task is held in memory,
 // written into state.json and into every prompt: a bound keeps a wrong
 // --task (a log, a device) from eating memory and disk.
-const MaxTaskBytes = 16 << 20
+const MaxBytes = 16 << 20
 
-// ReadTask reads the task file at path, named shown in messages. Only a
-// regular file is read, and at most MaxTaskBytes of it, so that /dev/zero or
+// Read reads the task file at path, named shown in messages. Only a
+// regular file is read, and at most MaxBytes of it, so that /dev/zero or
 // a FIFO nobody writes to cannot hang runr or fill its memory; the text is
 // then checked like --prompt text. Every refusal is usage_error.
-func ReadTask(path, shown string) (string, error) {
+func Read(path, shown string) (string, error) {
 	info, err := os.Stat(path)
 	if err != nil {
 		return "", stopreasons.Errorf(stopreasons.UsageError, "task file %s cannot be read: %v (give an existing file with --task)", shown, pathErr(err))
@@ -31,7 +35,7 @@ func ReadTask(path, shown string) (string, error) {
 	if !info.Mode().IsRegular() {
 		return "", stopreasons.Errorf(stopreasons.UsageError, "task file %s is not a regular file (%s): give a text file with --task, or the text with --prompt", shown, fileKind(info.Mode()))
 	}
-	if info.Size() > MaxTaskBytes {
+	if info.Size() > MaxBytes {
 		return "", tooLarge(shown)
 	}
 	f, err := os.Open(path)
@@ -40,11 +44,11 @@ func ReadTask(path, shown string) (string, error) {
 	}
 	defer f.Close()
 	// The file may grow after the stat: the limit holds for what is read.
-	b, err := io.ReadAll(io.LimitReader(f, MaxTaskBytes+1))
+	b, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
 	if err != nil {
 		return "", stopreasons.Errorf(stopreasons.UsageError, "task file %s cannot be read: %v", shown, pathErr(err))
 	}
-	if len(b) > MaxTaskBytes {
+	if len(b) > MaxBytes {
 		return "", tooLarge(shown)
 	}
 	if err := checkText(b, "task file "+shown); err != nil {
@@ -53,12 +57,12 @@ func ReadTask(path, shown string) (string, error) {
 	return string(b), nil
 }
 
-// CheckTaskText checks task text given directly (source names it, e.g.
-// "--prompt") as ReadTask checks a file's: not empty, within MaxTaskBytes,
+// CheckText checks task text given directly (source names it, e.g.
+// "--prompt") as Read checks a file's: not empty, within MaxBytes,
 // UTF-8 text without NUL bytes.
-func CheckTaskText(text, source string) error {
-	if len(text) > MaxTaskBytes {
-		return stopreasons.Errorf(stopreasons.UsageError, "%s is %d bytes, more than the limit of %s: shorten the task", source, len(text), sizeText(MaxTaskBytes))
+func CheckText(text, source string) error {
+	if len(text) > MaxBytes {
+		return stopreasons.Errorf(stopreasons.UsageError, "%s is %d bytes, more than the limit of %s: shorten the task", source, len(text), sizeText(MaxBytes))
 	}
 	return checkText([]byte(text), source)
 }
@@ -66,8 +70,8 @@ func CheckTaskText(text, source string) error {
 // FirstPrompt is the prompt of a new run's first agent call, for checks
 // that need its size before the run starts.
 func FirstPrompt(task, promise string) string {
-	st := &state.State{Task: state.Task{Prompt: task}, Milestones: Milestones(task)}
-	return BuildPrompt(st, promise)
+	goals := Goals(task)
+	return Prompt(Call{Task: task, Milestones: len(goals), Goal: goals[0], Promise: promise})
 }
 
 // checkText refuses what cannot be a task: nothing but blanks, a NUL byte
@@ -98,7 +102,7 @@ func invalidUTF8At(b []byte) int {
 }
 
 func tooLarge(shown string) error {
-	return stopreasons.Errorf(stopreasons.UsageError, "task file %s is larger than the limit of %s: give a shorter task (point the agent to big inputs instead of pasting them)", shown, sizeText(MaxTaskBytes))
+	return stopreasons.Errorf(stopreasons.UsageError, "task file %s is larger than the limit of %s: give a shorter task (point the agent to big inputs instead of pasting them)", shown, sizeText(MaxBytes))
 }
 
 func sizeText(n int) string { return fmt.Sprintf("%d MiB", n>>20) }

@@ -1,10 +1,12 @@
-// Package doctor explains runs and checks the environment runr works in.
+// Package report renders a run for people: the account of why it stopped,
+// shown by `runr doctor` and written as report.md and stop.json when the
+// run stops (WriteStop), and the transcript of its timeline (`runr logs`,
+// `runr watch`).
 //
 // Diagnose turns a run's state and run dir into a Report: why the run stopped,
 // with the run's own figures as evidence, and the exact commands to run next.
 // It never fails on a damaged run; what it could not read becomes a warning.
-// CheckEnvironment answers `runr doctor` without a run id.
-package doctor
+package report
 
 import (
 	"encoding/json"
@@ -18,7 +20,6 @@ import (
 	"time"
 
 	"github.com/runr-dev/runr/internal/config"
-	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
@@ -278,8 +279,8 @@ func familyHints(runDir string, reg stopreasons.Reason, d stopreasons.Details, r
 	if reg.Family == stopreasons.FamilyWorker && r.Evidence.ResetAt != "" {
 		out = append(out, "the provider's limit resets at "+r.Evidence.ResetAt)
 	}
-	if reg.Code == stopreasons.GuardViolation && slices.Contains(strings.Split(d.Condition, ", "), guard.RuleProtect) {
-		out = append(out, "rule protect: "+guard.ProtectAdvice)
+	if reg.Code == stopreasons.GuardViolation && slices.Contains(strings.Split(d.Condition, ", "), stopreasons.RuleProtect) {
+		out = append(out, "rule protect: "+stopreasons.ProtectAdvice)
 	}
 	if f := r.Evidence.LastFailure; f != nil && f.Log != "" && reg.Family != stopreasons.FamilySuccess {
 		out = append(out, "full output of the last failure: "+filepath.Join(runDir, f.Log))

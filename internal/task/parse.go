@@ -1,11 +1,9 @@
-package supervisor
+package task
 
 import (
 	"regexp"
 	"strings"
 	"sync"
-
-	"github.com/runr-dev/runr/internal/state"
 )
 
 // A checklist item: a bullet (-, *, +) or an ordered marker (1. or 1)),
@@ -23,7 +21,7 @@ type taskItem struct {
 	goal    string
 	checked bool
 	block   string // the item's line and the lines that belong to it
-	group   int    // the `##` sections before it (MilestoneGroups)
+	group   int    // the `##` sections before it (Groups)
 }
 
 // taskItems reads a task's checklist. An item's indented lines and nested
@@ -130,17 +128,18 @@ func AllChecked(task string) bool {
 	return len(items) > 0
 }
 
-// Milestones are the task's unchecked checklist items; a task without a
-// checklist is one milestone.
-func Milestones(task string) []state.Milestone {
-	var out []state.Milestone
+// Goals are the goals of the task's milestones: its unchecked checklist
+// items; a task without a checklist is one milestone, named by its first
+// line.
+func Goals(task string) []string {
+	var out []string
 	for _, it := range taskItems(task) {
 		if !it.checked {
-			out = append(out, state.Milestone{Goal: it.goal, Status: state.MilestonePending})
+			out = append(out, it.goal)
 		}
 	}
 	if len(out) == 0 {
-		out = append(out, state.Milestone{Goal: taskTitle(task), Status: state.MilestonePending})
+		out = append(out, taskTitle(task))
 	}
 	return out
 }
@@ -168,12 +167,12 @@ func milestoneBlock(task string, i int, goal string) string {
 // A group heading of a task: a level-two ATX heading (DESIGN §11).
 var groupHeading = regexp.MustCompile(`^ {0,3}##(?:[ \t]+.*)?$`)
 
-// MilestoneGroups returns, for each milestone of Milestones(task), the
+// Groups returns, for each milestone of Goals(task), the
 // index of its group: the milestones under one `##` heading form a group,
 // those before the first heading the first. Groups are numbered from 0 in
 // task order, counting only those that hold a milestone. A task without
 // `##` headings is one group.
-func MilestoneGroups(task string) []int {
+func Groups(task string) []int {
 	var groups []int
 	last, n := -1, -1
 	for _, it := range taskItems(task) {
