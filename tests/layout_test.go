@@ -13,11 +13,11 @@ import (
 // allowedImports is the import graph of DESIGN §1: which of runr's own
 // packages each internal package may import, besides the floor.
 var allowedImports = map[string][]string{
-	"resume":         {"supervisor", "state", "config", "parallel"},
+	"resume":         {"supervisor", "state", "config", "parallel", "rulestate"},
 	"parallel":       {"supervisor", "guard", "state", "doctor", "stopconditions", "config"},
 	"initcfg":        {"agents", "config"},
 	"notify":         {"config", "state"},
-	"supervisor":     {"stopconditions", "agents", "guard", "sandbox", "state", "doctor", "config"},
+	"supervisor":     {"stopconditions", "agents", "guard", "sandbox", "state", "doctor", "config", "rulestate"},
 	"sandbox":        {},
 	"doctor":         {"guard", "sandbox", "state", "stopconditions", "config"},
 	"agents":         {},
@@ -25,7 +25,8 @@ var allowedImports = map[string][]string{
 	"guard":          {},
 	"state":          {},
 	"stopconditions": {},
-	"watch":          {"doctor", "state", "stopconditions"},
+	"rulestate":      {"state", "stopconditions"},
+	"watch":          {"doctor", "state", "stopconditions", "rulestate"},
 	"telemetry":      {"supervisor"},
 	"proc":           {},
 	"stopreasons":    {},
