@@ -71,12 +71,18 @@ func TestSnapshotReadsTheCountersResetReads(t *testing.T) {
 	}
 }
 
-// Every rule that a resume resets has its counter in state.json known here.
+// Every rule that a resume resets has its counter in state.json known
+// here, kept where the rule's scope says: with the milestone or the run.
 func TestEveryResetRuleHasItsCounter(t *testing.T) {
 	st := worked()
 	known := map[*stopconditions.Builtin]bool{stopconditions.MaxEdge: true}
-	for _, c := range append(milestoneCounters(&st.Milestones[0]), runCounters(&st.Counters)...) {
+	for _, c := range milestoneCounters(&st.Milestones[0]) {
 		known[c.rule] = true
+		assert.Equal(t, stopconditions.PerMilestone, c.rule.Scope, c.rule.Key)
+	}
+	for _, c := range runCounters(&st.Counters) {
+		known[c.rule] = true
+		assert.Equal(t, stopconditions.PerRun, c.rule.Scope, c.rule.Key)
 	}
 	for _, b := range stopconditions.Builtins {
 		if b.ResetOnResume {

@@ -63,8 +63,8 @@ const (
 type Scope int
 
 const (
-	PerRun Scope = iota
-	PerMilestone
+	PerRun       Scope = iota // kept in state.json's counters
+	PerMilestone              // kept with the milestone, or cleared when the next one starts
 )
 
 // Builtin is one built-in rule under `stop:` (DESIGN §4). The config's
