@@ -13,11 +13,11 @@ import (
 // allowedImports is the import graph of DESIGN §1: which of runr's own
 // packages each internal package may import, besides the floor.
 var allowedImports = map[string][]string{
-	"resume":         {"supervisor", "state", "config", "parallel"},
+	"resume":         {"supervisor", "state", "config", "parallel", "rulestate"},
 	"parallel":       {"supervisor", "guard", "state", "task", "report", "stopconditions", "config"},
 	"initcfg":        {"agents", "config"},
 	"notify":         {"config", "state"},
-	"supervisor":     {"stopconditions", "agents", "guard", "sandbox", "state", "task", "report", "config"},
+	"supervisor":     {"stopconditions", "agents", "guard", "sandbox", "state", "task", "report", "config", "rulestate"},
 	"sandbox":        {},
 	"doctor":         {"guard", "sandbox", "state", "stopconditions", "report", "config"},
 	"report":         {"state", "stopconditions", "config"},
@@ -26,8 +26,9 @@ var allowedImports = map[string][]string{
 	"guard":          {},
 	"state":          {},
 	"stopconditions": {},
+	"rulestate":      {"state", "stopconditions"},
 	"task":           {},
-	"watch":          {"report", "state", "stopconditions"},
+	"watch":          {"report", "state", "stopconditions", "rulestate"},
 	"telemetry":      {"supervisor"},
 	"proc":           {},
 	"stopreasons":    {},

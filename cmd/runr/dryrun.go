@@ -14,6 +14,7 @@ import (
 	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/sandbox"
 	"github.com/runr-dev/runr/internal/state"
+	"github.com/runr-dev/runr/internal/stopconditions"
 	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/supervisor"
 	"github.com/runr-dev/runr/internal/termtext"
@@ -221,35 +222,16 @@ func printDryRun(ios *IOStreams, plan *supervisor.Plan, cfg *config.Config, flag
 	b := cfg.Budget
 	row("budget", "time %s · max_ticks %s · max_iterations %s · max_cost_usd %s · max_tokens %s",
 		offDuration(b.Time), offInt(int64(b.MaxTicks)), offInt(int64(b.MaxIterations)), offFloat(b.MaxCostUSD), offInt(b.MaxTokens))
-	r := cfg.Stop
-	retries := strconv.Itoa(r.MaxMilestoneRetries)
-	if r.MaxMilestoneRetries == 0 {
-		retries = "unlimited"
-	}
-	rules := [][2]string{
-		{"max_milestone_retries", retries},
-		{"on_milestone_failure", r.OnMilestoneFailure},
-		{"max_consecutive_fails", offInt(int64(r.MaxConsecutiveFails))},
-		{"max_retry_rate", offFloat(r.MaxRetryRate)},
-		{"max_reject_rate", offFloat(r.MaxRejectRate)},
-		{"min_attempts_for_rates", strconv.Itoa(r.MinAttemptsForRates)},
-		{"circuit_breaker", offInt(int64(r.CircuitBreaker))},
-		{"same_error", offInt(int64(r.SameError))},
-		{"noop", offInt(int64(r.Noop))},
-		{"no_progress", offInt(int64(r.NoProgress))},
-		{"max_edge", offInt(int64(r.MaxEdge))},
-		{"max_review_rounds", offInt(int64(r.MaxReviewRounds))},
+	var rules []string
+	for _, rule := range stopconditions.Builtins {
+		rules = append(rules, rule.Key+" "+ruleValue(rule, cfg.Stop))
 	}
 	for i := 0; i < len(rules); i += 4 {
-		var parts []string
-		for _, kv := range rules[i:min(i+4, len(rules))] {
-			parts = append(parts, kv[0]+" "+kv[1])
-		}
 		key := ""
 		if i == 0 {
 			key = "stop rules"
 		}
-		row(key, "%s", strings.Join(parts, " · "))
+		row(key, "%s", strings.Join(rules[i:min(i+4, len(rules))], " · "))
 	}
 	printConditions(w, cfg)
 
@@ -318,6 +300,26 @@ func offDuration(d time.Duration) string {
 		return "off"
 	}
 	return config.FormatDuration(d)
+}
+
+// ruleValue is a built-in rule's value in the plan: a number, a rate or a
+// mode, or what 0 means for the rule ("off", "unlimited").
+func ruleValue(b *stopconditions.Builtin, r stopconditions.Rules) string {
+	switch v := b.Value(r).(type) {
+	case int:
+		if v <= 0 && b.Zero != "" {
+			return b.Zero
+		}
+		return strconv.Itoa(v)
+	case float64:
+		if v <= 0 && b.Zero != "" {
+			return b.Zero
+		}
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	case string:
+		return v
+	}
+	return ""
 }
 
 func offInt(n int64) string {

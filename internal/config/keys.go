@@ -64,8 +64,7 @@ func DefaultLockfiles() []string {
 // keyDefs lists every key in the order of DESIGN §10; that order is also
 // the order in which values are checked, so the first error is predictable.
 var keyDefs = func() []keyDef {
-	r := stopconditions.DefaultRules()
-	return []keyDef{
+	keys := []keyDef{
 		{"agent.kind", kindAgentKind, "command"},
 		{"agent.command", kindStrings, []string{}},
 		{"agent.args", kindStrings, []string{}},
@@ -94,18 +93,12 @@ var keyDefs = func() []keyDef {
 		{"budget.max_iterations", kindCount, 0},
 		{"budget.max_cost_usd", kindAmount, 0.0},
 		{"budget.max_tokens", kindCount64, 0},
-		{"stop.max_milestone_retries", kindCount, r.MaxMilestoneRetries},
-		{"stop.on_milestone_failure", kindOnFailure, r.OnMilestoneFailure},
-		{"stop.max_consecutive_fails", kindCount, r.MaxConsecutiveFails},
-		{"stop.max_retry_rate", kindRate, r.MaxRetryRate},
-		{"stop.max_reject_rate", kindRate, r.MaxRejectRate},
-		{"stop.min_attempts_for_rates", kindCount, r.MinAttemptsForRates},
-		{"stop.circuit_breaker", kindCount, r.CircuitBreaker},
-		{"stop.same_error", kindCount, r.SameError},
-		{"stop.noop", kindCount, r.Noop},
-		{"stop.no_progress", kindCount, r.NoProgress},
-		{"stop.max_edge", kindCount, r.MaxEdge},
-		{"stop.max_review_rounds", kindCount, r.MaxReviewRounds},
+	}
+	// The built-in rules come from their table, in its order (DESIGN §4).
+	for _, b := range stopconditions.Builtins {
+		keys = append(keys, keyDef{"stop." + b.Key, ruleKinds[b.Kind], b.Default})
+	}
+	return append(keys, []keyDef{
 		{"stop.success", kindConditions, []any{}},
 		{"stop.failure", kindConditions, []any{}},
 		{"stop.conditions", kindConditions, []any{}},
@@ -123,8 +116,15 @@ var keyDefs = func() []keyDef {
 		{"parallel.max_requeues", kindCount, 2},
 		{"telemetry.otlp_endpoint", kindString, ""},
 		{"telemetry.timeout", kindDuration, "5s"},
-	}
+	}...)
 }()
+
+// ruleKinds are how the values of the built-in rules are written.
+var ruleKinds = map[stopconditions.Kind]kind{
+	stopconditions.KindCount: kindCount,
+	stopconditions.KindRate:  kindRate,
+	stopconditions.KindMode:  kindOnFailure,
+}
 
 // keyIndex finds a key's definition by its dotted name.
 var keyIndex = func() map[string]keyDef {

@@ -969,9 +969,10 @@ func (c *coordinator) failedInARow(n int) *stopreasons.Stop {
 		return nil
 	}
 	m := c.st.Milestones[n-1]
-	return &stopreasons.Stop{Code: stopreasons.ConsecutiveFails, Condition: "max_consecutive_fails",
+	rule := stopconditions.MaxConsecutiveFails
+	return &stopreasons.Stop{Code: rule.Code, Condition: rule.Key,
 		Value: c.st.Counters.ConsecutiveFails, Threshold: limit,
-		Message: fmt.Sprintf("%d milestones failed in a row across the workers (stop.max_consecutive_fails %d), the last milestone %d", c.st.Counters.ConsecutiveFails, limit, n),
+		Message: fmt.Sprintf("%d milestones failed in a row across the workers (stop.%s %d), the last milestone %d", c.st.Counters.ConsecutiveFails, rule.Key, limit, n),
 		Details: &stopreasons.StopDetails{Milestone: n, MilestoneGoal: m.Goal}}
 }
 

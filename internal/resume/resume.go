@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/rulestate"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
@@ -230,7 +231,7 @@ func Prepare(st *state.State, cfg *config.Config, req Request, crashed bool) (*P
 	if crashed {
 		closeCrashedAttempts(st, from)
 	}
-	p.Resets = reset(st, from.Milestone-1)
+	p.Resets = rulestate.Reset(st, from.Milestone-1)
 	p.Remaining = remaining(st)
 	p.Warnings = fingerprintWarnings(st, req)
 	return p, nil
@@ -275,41 +276,6 @@ func resumeFrom(st *state.State, crashed bool) state.ResumeFrom {
 		from.Phase = state.PhaseImplement
 	}
 	return from
-}
-
-// reset clears what a resume resets (DESIGN §7) and describes it: resuming
-// is a person's decision to try again, so the current milestone gets fresh
-// retries and the streaks start over; totals carry on.
-func reset(st *state.State, idx int) []string {
-	var out []string
-	note := func(name string, v *int) {
-		if *v != 0 {
-			out = append(out, fmt.Sprintf("%s %d → 0", name, *v))
-			*v = 0
-		}
-	}
-	if idx >= 0 && idx < len(st.Milestones) {
-		m := &st.Milestones[idx]
-		note(fmt.Sprintf("milestone %d retries", idx+1), &m.Retries)
-		note(fmt.Sprintf("milestone %d review rounds", idx+1), &m.ReviewRounds)
-		if len(m.Edges) > 0 {
-			out = append(out, fmt.Sprintf("milestone %d loop edges cleared", idx+1))
-			m.Edges = nil
-		}
-	}
-	c := &st.Counters
-	note("same_error", &c.SameError)
-	note("noop", &c.Noop)
-	note("no_progress", &c.NoProgress)
-	note("consecutive_fails", &c.ConsecutiveFails)
-	note("test_failure_streak", &c.TestFailStreak)
-	if len(c.Edges) > 0 {
-		out = append(out, "loop edges cleared")
-	}
-	c.Edges = map[string]int{}
-	st.ReviewNotesHash = ""
-	st.Statistics.ConsecutiveFails = 0
-	return out
 }
 
 // grant adds the requested budget, and refuses when a budget is used up

@@ -38,7 +38,6 @@ const (
 	TypeTestFailureStreak = "test_failure_streak"
 	TypeAllTestsPass      = "all_tests_pass"
 	TypeSpecificTestsPass = "specific_tests_pass"
-	TypeNoProgress        = "no_progress"
 	TypeFileCreated       = "file_created"
 	TypeFileContains      = "file_contains"
 	TypeOutputPattern     = "output_pattern"
@@ -50,6 +49,10 @@ const (
 	TypeNot               = "not"
 	TypeNever             = "never"
 )
+
+// TypeNoProgress is no_progress{iterations}: the streak the no_progress rule
+// judges, with a count of its own, and so spelled as the rule's key.
+var TypeNoProgress = NoProgress.Key
 
 // countResult judges a count that fires when it reaches its threshold.
 func countResult(value, threshold int, what string) Result {

@@ -10,8 +10,8 @@ import (
 )
 
 // Stop is the winner of an evaluation: the reason the run stops, with the
-// rule's key ("max_reject_rate", "budget.time") or custom entry
-// ("stop.failure[0]: output_pattern") as its condition.
+// rule's key (a Builtin's Key, or a budget's such as "budget.time") or
+// custom entry ("stop.failure[0]: output_pattern") as its condition.
 type Stop = stopreasons.Stop
 
 // Progress says how close one active rule is to firing.
@@ -32,10 +32,9 @@ type Verdict struct {
 
 // Rule names that are not keys of the config.
 const (
-	RuleUserSignal     = "user_signal"          // a `runr stop` request
-	RuleMilestones     = "milestones"           // every milestone approved
-	RuleFinishedFailed = "on_milestone_failure" // the run finished with failed milestones
-	RuleReviewRepeated = "review_repeated"      // the review asked for the same changes twice
+	RuleUserSignal     = "user_signal"     // a `runr stop` request
+	RuleMilestones     = "milestones"      // every milestone approved
+	RuleReviewRepeated = "review_repeated" // the review asked for the same changes twice
 )
 
 // Evaluate applies every rule to the snapshot in the priority order of the
@@ -48,83 +47,14 @@ func Evaluate(s *Snapshot, r Rules, l Limits) Verdict {
 
 	e.fire(RuleUserSignal, stopreasons.UserStopped, userSignal{}.Evaluate(s), nil, nil)
 
-	allApproved := s.Finished && s.Approved >= s.TotalMilestones
 	e.fire(RuleMilestones, stopreasons.Complete, Result{
-		Met:     allApproved,
+		Met:     allApproved(s),
 		Message: fmt.Sprintf("%d of %d milestones approved", s.Approved, s.TotalMilestones),
 	}, s.Approved, s.TotalMilestones)
 	e.custom("stop.success", r.Success, stopreasons.Complete, s)
 
-	if r.CircuitBreaker > 0 {
-		e.rule("circuit_breaker", stopreasons.CircuitBreaker,
-			countResult(s.Attempts, r.CircuitBreaker, "attempts in all"), s.Attempts, r.CircuitBreaker)
-	}
-
-	failCode := stopreasons.VerificationFailed
-	if s.LastFailureAgent {
-		failCode = stopreasons.WorkerFailed
-	}
-	if r.MaxMilestoneRetries > 0 && r.OnMilestoneFailure != OnFailureSkip {
-		// A milestone fails when its failures exceed the retries, that is
-		// on failure retries+1.
-		res := Result{
-			Met:      s.MilestoneFailures > r.MaxMilestoneRetries,
-			Progress: fraction(float64(s.MilestoneFailures), float64(r.MaxMilestoneRetries+1)),
-			Message: fmt.Sprintf("Milestone %d: %d failed attempts (max_milestone_retries %d)",
-				s.Milestone, s.MilestoneFailures, r.MaxMilestoneRetries),
-		}
-		e.rule("max_milestone_retries", failCode, res, s.MilestoneFailures, r.MaxMilestoneRetries)
-	}
-	if unapproved := s.Failed + s.Rejected; s.Finished && !allApproved && unapproved > 0 {
-		e.fire(RuleFinishedFailed, failCode, Result{
-			Met: true,
-			Message: fmt.Sprintf("The run finished with %d of %d milestones failed or rejected",
-				unapproved, s.TotalMilestones),
-		}, unapproved, nil)
-	}
-
-	e.fire(RuleReviewRepeated, stopreasons.ReviewLoopDetected, Result{
-		Met:     s.ReviewRepeated,
-		Message: "The review asked for the same changes twice in a row",
-	}, s.ReviewRounds, nil)
-	if r.MaxReviewRounds > 0 {
-		e.rule("max_review_rounds", stopreasons.ReviewLoopDetected,
-			countResult(s.ReviewRounds, r.MaxReviewRounds, "review rounds"), s.ReviewRounds, r.MaxReviewRounds)
-	}
-
-	if r.MaxConsecutiveFails > 0 {
-		e.rule("max_consecutive_fails", stopreasons.ConsecutiveFails,
-			countResult(s.ConsecutiveFails, r.MaxConsecutiveFails, "consecutive failed milestones"),
-			s.ConsecutiveFails, r.MaxConsecutiveFails)
-	}
-	e.rate("max_reject_rate", stopreasons.RejectRateExceeded, "Reject rate",
-		s.Failed+s.Rejected, s.Attempted, r.MaxRejectRate, r.MinAttemptsForRates)
-	e.rate("max_retry_rate", stopreasons.RetryRateExceeded, "Retry rate",
-		s.Retried, s.Attempted, r.MaxRetryRate, r.MinAttemptsForRates)
-
-	if r.SameError > 0 {
-		e.rule("same_error", stopreasons.SameErrorRepeated,
-			countResult(s.SameError, r.SameError, "failed attempts in a row with the same error"), s.SameError, r.SameError)
-	}
-	if r.Noop > 0 {
-		e.rule("noop", stopreasons.NoopStreak,
-			countResult(s.Noop, r.Noop, "agent calls in a row that changed nothing"), s.Noop, r.Noop)
-	}
-	if r.NoProgress > 0 {
-		e.rule("no_progress", stopreasons.NoProgress,
-			countResult(s.NoProgress, r.NoProgress, "iterations without progress"), s.NoProgress, r.NoProgress)
-	}
-	if r.MaxEdge > 0 {
-		edge, n := busiestEdge(s.Edges)
-		res := Result{
-			Met:      n >= r.MaxEdge,
-			Progress: fraction(float64(n), float64(r.MaxEdge)),
-			Message:  fmt.Sprintf("No backward edge in milestone %d (limit %d)", s.Milestone, r.MaxEdge),
-		}
-		if edge != "" {
-			res.Message = fmt.Sprintf("Backward edge %s taken %d times in milestone %d (limit %d)", edge, n, s.Milestone, r.MaxEdge)
-		}
-		e.rule("max_edge", stopreasons.PhaseLoop, res, n, r.MaxEdge)
+	for _, b := range stopOrder {
+		b.judge(&e, b, s, r)
 	}
 
 	e.custom("stop.failure", r.Failure, stopreasons.ConditionFailed, s)
@@ -227,6 +157,94 @@ func (e *evaluation) rate(name string, code stopreasons.Code, label string, part
 		res.Message = fmt.Sprintf("%s %s (threshold %s)", label, percent(rate), percent(threshold))
 	}
 	e.rule(name, code, res, rate, threshold)
+}
+
+func allApproved(s *Snapshot) bool { return s.Finished && s.Approved >= s.TotalMilestones }
+
+// failCode is the stop of a used-up milestone: worker_failed when its last
+// failure was the agent's own, else verification_failed.
+func failCode(s *Snapshot) stopreasons.Code {
+	if s.LastFailureAgent {
+		return stopreasons.WorkerFailed
+	}
+	return stopreasons.VerificationFailed
+}
+
+// judgeCount judges a count rule: due when its counter reaches the limit.
+func judgeCount(e *evaluation, b *Builtin, s *Snapshot, r Rules) {
+	limit := b.limit(r)
+	if limit <= 0 {
+		return
+	}
+	n := b.Count(s)
+	e.rule(b.Key, b.Code, countResult(n, limit, b.label), n, limit)
+}
+
+// judgeRetries judges max_milestone_retries, which skip mode leaves to
+// on_milestone_failure.
+func judgeRetries(e *evaluation, b *Builtin, s *Snapshot, r Rules) {
+	limit := b.limit(r)
+	if limit <= 0 || r.OnMilestoneFailure == OnFailureSkip {
+		return
+	}
+	// A milestone fails when its failures exceed the retries, that is
+	// on failure retries+1.
+	n := b.Count(s)
+	res := Result{
+		Met:      n > limit,
+		Progress: fraction(float64(n), float64(limit+1)),
+		Message:  fmt.Sprintf("Milestone %d: %d failed attempts (%s %d)", s.Milestone, n, b.Key, limit),
+	}
+	e.rule(b.Key, failCode(s), res, n, limit)
+}
+
+// judgeFinishedFailed stops a run that finished with milestones failed or
+// rejected (skip mode went past them): a yes-or-no event.
+func judgeFinishedFailed(e *evaluation, b *Builtin, s *Snapshot, _ Rules) {
+	if unapproved := s.Failed + s.Rejected; s.Finished && !allApproved(s) && unapproved > 0 {
+		e.fire(b.Key, failCode(s), Result{
+			Met: true,
+			Message: fmt.Sprintf("The run finished with %d of %d milestones failed or rejected",
+				unapproved, s.TotalMilestones),
+		}, unapproved, nil)
+	}
+}
+
+// judgeReviewRounds judges the review's loop: the same changes asked for
+// twice in a row, whatever the limit, then the rounds counted.
+func judgeReviewRounds(e *evaluation, b *Builtin, s *Snapshot, r Rules) {
+	e.fire(RuleReviewRepeated, b.Code, Result{
+		Met:     s.ReviewRepeated,
+		Message: "The review asked for the same changes twice in a row",
+	}, s.ReviewRounds, nil)
+	judgeCount(e, b, s, r)
+}
+
+// judgeEdges judges max_edge on the backward edge of the current milestone
+// taken most often.
+func judgeEdges(e *evaluation, b *Builtin, s *Snapshot, r Rules) {
+	limit := b.limit(r)
+	if limit <= 0 {
+		return
+	}
+	edge, n := busiestEdge(s.Edges)
+	res := Result{
+		Met:      n >= limit,
+		Progress: fraction(float64(n), float64(limit)),
+		Message:  fmt.Sprintf("No backward edge in milestone %d (limit %d)", s.Milestone, limit),
+	}
+	if edge != "" {
+		res.Message = fmt.Sprintf("Backward edge %s taken %d times in milestone %d (limit %d)", edge, n, s.Milestone, limit)
+	}
+	e.rule(b.Key, b.Code, res, n, limit)
+}
+
+// rateJudge judges a rate rule on the part and whole that ratio reads.
+func rateJudge(ratio func(*Snapshot) (part, whole int)) func(*evaluation, *Builtin, *Snapshot, Rules) {
+	return func(e *evaluation, b *Builtin, s *Snapshot, r Rules) {
+		part, whole := ratio(s)
+		e.rate(b.Key, b.Code, b.label, part, whole, b.Value(r).(float64), r.MinAttemptsForRates)
+	}
 }
 
 // percent formats a fraction as a percentage with at most one decimal:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/report"
+	"github.com/runr-dev/runr/internal/rulestate"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopconditions"
 	"github.com/runr-dev/runr/internal/stopreasons"
@@ -122,24 +123,12 @@ func (s *Supervisor) tick(ctx context.Context, phase Phase) result {
 // with result res, and records how close each rule is.
 func (s *Supervisor) evaluate(ctx context.Context, res result) stopconditions.Verdict {
 	snap := s.snapshot(ctx, res)
-	v := stopconditions.Evaluate(snap, s.cfg.Stop, s.limits())
+	v := stopconditions.Evaluate(snap, s.cfg.Stop, rulestate.Limits(s.st.Budget))
 	s.st.Conditions = s.st.Conditions[:0]
 	for _, p := range v.Progress {
 		s.st.Conditions = append(s.st.Conditions, state.ConditionProg{Name: p.Name, Progress: p.Progress, Message: p.Message})
 	}
 	return v
-}
-
-// limits are the budget rules, from the run's granted budget.
-func (s *Supervisor) limits() stopconditions.Limits {
-	b := s.st.Budget
-	return stopconditions.Limits{
-		Time:          time.Duration(b.TimeMS) * time.Millisecond,
-		MaxTicks:      b.MaxTicks,
-		MaxIterations: b.MaxIterations,
-		MaxCostUSD:    b.MaxCostUSD,
-		MaxTokens:     b.MaxTokens,
-	}
 }
 
 func (s *Supervisor) verdictStop(v *stopconditions.Stop) *stop {

@@ -4,65 +4,29 @@ import (
 	"context"
 	"time"
 
+	"github.com/runr-dev/runr/internal/rulestate"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopconditions"
 )
 
 // snapshot is the run as the stop conditions see it after a step with
-// result res.
+// result res: the recorded run with what only the live run knows.
 func (s *Supervisor) snapshot(ctx context.Context, res result) *stopconditions.Snapshot {
 	st := s.st
-	stats := statistics(st)
-	st.Statistics = stats
-	snap := &stopconditions.Snapshot{
-		Tick:             st.Tick,
-		Iteration:        st.Iteration,
-		Checking:         st.Phase == state.PhaseVerify || st.Phase == state.PhaseReview || st.Phase == state.PhaseCheckpoint,
-		Elapsed:          s.elapsed(),
-		CostUSD:          st.Usage.CostUSD,
-		Tokens:           st.Usage.InputTokens + st.Usage.OutputTokens,
-		Attempts:         st.Counters.Attempts,
-		TotalMilestones:  stats.TotalMilestones,
-		Attempted:        stats.Attempted,
-		Approved:         stats.Approved,
-		Rejected:         stats.Rejected,
-		Failed:           stats.Failed,
-		Retried:          retried(st),
-		Finished:         st.MilestoneIndex >= len(st.Milestones),
-		LastFailureAgent: st.LastFailure != nil && st.LastFailure.Phase == state.PhaseImplement,
-		Milestone:        min(st.MilestoneIndex+1, len(st.Milestones)),
-		ConsecutiveFails: st.Counters.ConsecutiveFails,
-		SameError:        st.Counters.SameError,
-		Noop:             st.Counters.Noop,
-		NoProgress:       st.Counters.NoProgress,
-		Edges:            st.Counters.Edges,
-		ReviewRepeated:   res.reviewRepeated,
-		TestFailStreak:   st.Counters.TestFailStreak,
-		LastOutput:       s.lastOutput,
-		LastError:        res.errEvent,
-		StopRequested:    s.store.StopRequested(st.RunID),
-		RepoDir:          s.dir,
-		Scripts:          s.runScripts(ctx),
-	}
+	st.Statistics = statistics(st)
+	elapsed := s.elapsed()
 	if s.started.IsZero() {
-		snap.Elapsed = time.Duration(st.ElapsedMS) * time.Millisecond
+		elapsed = time.Duration(st.ElapsedMS) * time.Millisecond
 	}
-	if st.MilestoneIndex < len(st.Milestones) {
-		m := st.Milestones[st.MilestoneIndex]
-		snap.MilestoneFailures = m.Retries
-		snap.ReviewRounds = m.ReviewRounds
-	}
-	for _, c := range st.Verify {
-		snap.Verify = append(snap.Verify, stopconditions.Check{Command: c.Command, Passed: c.Passed})
-	}
+	snap := rulestate.Snapshot(st, elapsed)
+	snap.ReviewRepeated = res.reviewRepeated
+	snap.LastOutput = s.lastOutput
+	snap.LastError = res.errEvent
+	snap.StopRequested = s.store.StopRequested(st.RunID)
+	snap.RepoDir = s.dir
+	snap.Scripts = s.runScripts(ctx)
 	if one := s.o.Single; one != nil && one.Shared != nil {
 		one.Shared(snap)
-	}
-	if len(st.StartFiles) > 0 {
-		snap.StartFiles = map[string]bool{}
-		for _, p := range st.StartFiles {
-			snap.StartFiles[p] = true
-		}
 	}
 	return snap
 }

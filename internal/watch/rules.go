@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runr-dev/runr/internal/rulestate"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopconditions"
 )
@@ -20,43 +21,18 @@ const maxConfig = 1 << 20
 // missing or not a number keeps its default. Custom conditions are not
 // decoded: their progress is what the run recorded in state.json.
 func recordedRules(runDir string) stopconditions.Rules {
-	r := stopconditions.DefaultRules()
-	f, err := os.Open(filepath.Join(runDir, "config.json"))
-	if err != nil {
-		return r
-	}
-	defer f.Close()
 	var cfg struct {
 		Stop map[string]any `json:"stop"`
 	}
+	f, err := os.Open(filepath.Join(runDir, "config.json"))
+	if err != nil {
+		return stopconditions.DefaultRules()
+	}
+	defer f.Close()
 	if json.NewDecoder(io.LimitReader(f, maxConfig)).Decode(&cfg) != nil {
-		return r
+		return stopconditions.DefaultRules()
 	}
-	ints := map[string]*int{
-		"max_milestone_retries":  &r.MaxMilestoneRetries,
-		"max_consecutive_fails":  &r.MaxConsecutiveFails,
-		"min_attempts_for_rates": &r.MinAttemptsForRates,
-		"circuit_breaker":        &r.CircuitBreaker,
-		"same_error":             &r.SameError,
-		"noop":                   &r.Noop,
-		"no_progress":            &r.NoProgress,
-		"max_edge":               &r.MaxEdge,
-		"max_review_rounds":      &r.MaxReviewRounds,
-	}
-	for k, p := range ints {
-		if v, ok := cfg.Stop[k].(float64); ok && v >= 0 {
-			*p = int(v)
-		}
-	}
-	for k, p := range map[string]*float64{"max_retry_rate": &r.MaxRetryRate, "max_reject_rate": &r.MaxRejectRate} {
-		if v, ok := cfg.Stop[k].(float64); ok && v >= 0 {
-			*p = v
-		}
-	}
-	if v, ok := cfg.Stop["on_milestone_failure"].(string); ok {
-		r.OnMilestoneFailure = v
-	}
-	return r
+	return stopconditions.RulesFrom(cfg.Stop)
 }
 
 // Rules is how close each stop rule of a live run is to firing now. The
@@ -69,39 +45,8 @@ func recordedRules(runDir string) stopconditions.Rules {
 // dashboard does not).
 func Rules(st *state.State, rules stopconditions.Rules, elapsed time.Duration) []Rule {
 	rules.Success, rules.Failure, rules.Conditions = nil, nil, nil
-	snap := &stopconditions.Snapshot{
-		Tick:             st.Tick,
-		Iteration:        st.Iteration,
-		Checking:         st.Phase == state.PhaseVerify || st.Phase == state.PhaseReview || st.Phase == state.PhaseCheckpoint,
-		Elapsed:          elapsed,
-		CostUSD:          st.Usage.CostUSD,
-		Tokens:           st.Usage.InputTokens + st.Usage.OutputTokens,
-		Attempts:         st.Counters.Attempts,
-		TotalMilestones:  len(st.Milestones),
-		Attempted:        st.Statistics.Attempted,
-		Approved:         st.Statistics.Approved,
-		Rejected:         st.Statistics.Rejected,
-		Failed:           st.Statistics.Failed,
-		Milestone:        min(st.MilestoneIndex+1, len(st.Milestones)),
-		LastFailureAgent: st.LastFailure != nil && st.LastFailure.Phase == state.PhaseImplement,
-		ConsecutiveFails: st.Counters.ConsecutiveFails,
-		SameError:        st.Counters.SameError,
-		Noop:             st.Counters.Noop,
-		NoProgress:       st.Counters.NoProgress,
-		Edges:            st.Counters.Edges,
-		TestFailStreak:   st.Counters.TestFailStreak,
-	}
-	for _, m := range st.Milestones {
-		if m.JudgedAttempts() > 1 {
-			snap.Retried++
-		}
-	}
-	if st.MilestoneIndex < len(st.Milestones) {
-		m := st.Milestones[st.MilestoneIndex]
-		snap.MilestoneFailures = m.Retries
-		snap.ReviewRounds = m.ReviewRounds
-	}
-	v := stopconditions.Evaluate(snap, rules, limitsOf(st.Budget))
+	snap := rulestate.Snapshot(st, elapsed)
+	v := stopconditions.Evaluate(snap, rules, rulestate.Limits(st.Budget))
 	out := make([]Rule, 0, len(v.Progress)+len(st.Conditions))
 	for _, p := range v.Progress {
 		out = append(out, Rule{Name: p.Name, Progress: p.Progress, Message: p.Message})
@@ -112,16 +57,6 @@ func Rules(st *state.State, rules stopconditions.Rules, elapsed time.Duration) [
 		}
 	}
 	return out
-}
-
-func limitsOf(b state.Budget) stopconditions.Limits {
-	return stopconditions.Limits{
-		Time:          time.Duration(b.TimeMS) * time.Millisecond,
-		MaxTicks:      b.MaxTicks,
-		MaxIterations: b.MaxIterations,
-		MaxCostUSD:    b.MaxCostUSD,
-		MaxTokens:     b.MaxTokens,
-	}
 }
 
 // closest is the rule closest to firing; the first in priority order among
