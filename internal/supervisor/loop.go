@@ -240,7 +240,7 @@ func (s *Supervisor) finish(sp *stop) (*state.State, error) {
 	// Milestone notifications still under way end within notify.timeout.
 	s.notifying.Wait()
 	now := s.o.Now().UTC()
-	st.Statistics = statistics(st)
+	st.Statistics = st.Tally()
 	reason := state.NewStopReason(sp.Code, st.Statistics.Approved, sp.Message)
 	reason.Stop = sp.withContext(st)
 	st.StopReason = reason

@@ -959,7 +959,7 @@ func (s *Supervisor) closeAttempt(outcome string, retry bool, signature, errText
 	} else {
 		st.Counters.NoProgress++
 	}
-	st.Statistics = statistics(st)
+	st.Statistics = st.Tally()
 	// The whole attempt: state.json lists only a milestone's last ones.
 	s.event("attempt", map[string]any{"milestone": st.MilestoneIndex + 1, "outcome": outcome, "signature": signature,
 		"attempt_tick": a.Tick, "iteration": a.Iteration, "error": a.Error, "duration_ms": a.DurationMS,

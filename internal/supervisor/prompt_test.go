@@ -95,20 +95,3 @@ func TestPromptCarriesTheMilestoneAndFeedback(t *testing.T) {
 		})
 	}
 }
-
-func TestStatisticsJudgeFinishedAttemptsOnly(t *testing.T) {
-	st := &state.State{Milestones: []state.Milestone{
-		{Status: state.MilestoneApproved, Attempts: []state.Attempt{{Outcome: state.OutcomeFailed}, {Outcome: state.OutcomeApproved}}},
-		{Status: state.MilestoneApproved, Attempts: []state.Attempt{{Outcome: state.OutcomeIncomplete}, {Outcome: state.OutcomeApproved}}},
-		{Status: state.MilestoneFailed, Attempts: []state.Attempt{{Outcome: state.OutcomeFailed}, {Outcome: state.OutcomeFailed}}},
-		{Status: state.MilestoneInProgress, Attempts: []state.Attempt{{Outcome: state.OutcomeStopped}}},
-		{Status: state.MilestonePending},
-	}}
-	s := statistics(st)
-	assert.Equal(t, 5, s.TotalMilestones)
-	assert.Equal(t, 3, s.Attempted, "a milestone whose only attempt was cut short is not attempted")
-	assert.Equal(t, 2, s.Approved)
-	assert.Equal(t, 1, s.Failed)
-	assert.InDelta(t, 2.0/3, s.RetryRate, 1e-9, "an incomplete iteration is not a retry")
-	assert.InDelta(t, 1.0/3, s.RejectRate, 1e-9)
-}

@@ -255,7 +255,7 @@ func (s *Supervisor) newState(id string, now time.Time) *state.State {
 		st.Worktree, st.Branch = one.Worktree, one.Branch
 		st.Flags.Worktree = true
 	}
-	st.Statistics = statistics(st)
+	st.Statistics = st.Tally()
 	return st
 }
 
