@@ -261,7 +261,12 @@ func (c *coordinator) recover(ctx context.Context) *stopreasons.Stop {
 			continue // unreadable: it holds no live process
 		}
 		if child.StopReason == nil {
-			sup := supervisor.New(supervisor.Options{Config: c.cfg, Store: store, Now: c.o.Now})
+			// The worker's processes carry the run's id and their worker's
+			// number (workers/w<k>), which is how the recovery finds the
+			// ones its state.json did not record.
+			k, _ := strconv.Atoi(strings.TrimPrefix(filepath.Base(home), "w"))
+			sup := supervisor.New(supervisor.Options{Config: c.cfg, Store: store, Now: c.o.Now,
+				Single: &supervisor.Single{RunID: c.st.RunID, RunDir: c.runDir, Worker: k}})
 			if _, err := sup.RecoverCrash(child); err != nil {
 				return internalStop(err)
 			}
