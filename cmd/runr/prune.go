@@ -153,108 +153,14 @@ func pruneRun(opts *PruneOptions) error {
 	// Worktrees and branches are the business of the repository around
 	// the working directory; without one, a run that has either is kept.
 	repo, repoErr := opts.RepoRoot()
-	ctx := context.Background()
-	outside := map[string]*pruneResult{}
-	hook := func(id, wt string, dry bool) (string, error) {
-		res := &pruneResult{}
-		outside[id] = res
-		if (wt != "" || opts.Branches) && repoErr != nil {
-			return "its worktree or branch belongs to a git repository: run runr prune inside it", nil
-		}
-		if wt != "" {
-			res.Worktree = wt
-			// A parallel run's directory holds its worktrees: the
-			// integration one (main) and one per worker (w<K>).
-			trees := parallelTrees(wt)
-			if len(trees) == 0 {
-				trees = []string{wt}
-			}
-			for _, tree := range trees {
-				var err error
-				if dry {
-					err = guard.CheckWorktreeRemovable(ctx, repo, tree)
-				} else {
-					err = guard.RemoveWorktree(ctx, repo, tree)
-				}
-				switch {
-				case errors.Is(err, guard.ErrWorktreeDirty):
-					return fmt.Sprintf("its worktree has uncommitted changes or untracked files; commit or discard them (git -C %s status), then prune again",
-						stopreasons.ShellQuote(tree)), nil
-				case errors.Is(err, guard.ErrNotWorktree):
-					return fmt.Sprintf("%v; remove it by hand if it is no longer needed", err), nil
-				case err != nil:
-					return "", err
-				}
-			}
-			if tree := trees[0]; tree != wt && !dry {
-				_ = os.Remove(wt)
-			}
-			res.WorktreeRemoved = !dry
-		}
-		if opts.Branches && repoErr == nil {
-			// A parallel run's milestones' branches go with it.
-			if st, err := store.Load(id); err == nil && st.Parallel != nil {
-				for n := 1; n <= len(st.Milestones); n++ {
-					if dry {
-						continue
-					}
-					if _, err := guard.DeleteBranch(ctx, repo, guard.MilestoneBranch(id, n)); err != nil {
-						return "", err
-					}
-				}
-			}
-		}
-		if opts.Branches {
-			branch := guard.RunBranch(id)
-			var ok bool
-			var err error
-			if dry {
-				ok, err = guard.BranchExists(ctx, repo, branch)
-			} else {
-				ok, err = guard.DeleteBranch(ctx, repo, branch)
-			}
-			if err != nil {
-				return "", err
-			}
-			if ok {
-				res.Branch, res.BranchDeleted = branch, !dry
-			}
-		} else if wt != "" && repoErr == nil {
-			if ok, _ := guard.BranchExists(ctx, repo, guard.RunBranch(id)); ok {
-				res.Branch = guard.RunBranch(id)
-			}
-		}
-		return "", nil
-	}
-	items, err := store.Prune(state.PruneRules{OlderThan: opts.OlderThan, Keep: opts.Keep, DryRun: opts.DryRun}, hook)
+	p := &pruner{ctx: context.Background(), opts: opts, store: store, repo: repo, repoErr: repoErr,
+		outside: map[string]*pruneResult{}}
+	items, err := store.Prune(state.PruneRules{OlderThan: opts.OlderThan, Keep: opts.Keep, DryRun: opts.DryRun}, p.hook)
 	if err != nil {
 		return err
 	}
 
-	results := make([]pruneResult, len(items))
-	var removed, kept, failed int
-	for i, it := range items {
-		r := pruneResult{RunID: it.RunID, Status: it.Status, AgeMS: it.Age.Milliseconds(), Worktree: it.Worktree}
-		if o := outside[it.RunID]; o != nil {
-			r.WorktreeRemoved, r.Branch, r.BranchDeleted = o.WorktreeRemoved, o.Branch, o.BranchDeleted
-		}
-		switch {
-		case it.Err != nil:
-			r.Action, r.Reason = "failed", it.Err.Error()
-			failed++
-		case it.Removed && opts.DryRun:
-			r.Action = "would_remove"
-			removed++
-		case it.Removed:
-			r.Action = "removed"
-			removed++
-			supervisor.RemoveRunTemps(it.RunID)
-		default:
-			r.Action, r.Reason = "kept", it.Kept
-			kept++
-		}
-		results[i] = r
-	}
+	results, removed, kept, failed := pruneResults(items, p.outside, opts.DryRun)
 	if opts.JSON {
 		err = writeJSON(opts.IO.Out, map[string]any{
 			"dry_run":    opts.DryRun,
@@ -275,6 +181,145 @@ func pruneRun(opts *PruneOptions) error {
 		return stopreasons.Errorf(stopreasons.EnvironmentInvalid, "%s could not be removed (see above); fix what is named and run runr prune again", plural(failed, "run"))
 	}
 	return nil
+}
+
+// pruner removes, for each run the store prunes, what lies outside the
+// store: the run's worktrees and, with --branches, its branches. What it did
+// for each run is kept in outside, by run id, for the run's result.
+type pruner struct {
+	ctx     context.Context
+	opts    *PruneOptions
+	store   *state.Store
+	repo    string
+	repoErr error // why there is no repository around the working directory
+	outside map[string]*pruneResult
+}
+
+// hook is the store's PruneHook: it removes (with dry, checks) the
+// worktrees and branches of run id, whose worktree is wt ("" for none), and
+// returns why the run must be kept when one of them cannot go.
+func (p *pruner) hook(id, wt string, dry bool) (string, error) {
+	res := &pruneResult{}
+	p.outside[id] = res
+	if (wt != "" || p.opts.Branches) && p.repoErr != nil {
+		return "its worktree or branch belongs to a git repository: run runr prune inside it", nil
+	}
+	if wt != "" {
+		if keep, err := p.removeWorktrees(wt, dry, res); keep != "" || err != nil {
+			return keep, err
+		}
+	}
+	if err := p.deleteBranches(id, wt, dry, res); err != nil {
+		return "", err
+	}
+	return "", nil
+}
+
+// removeWorktrees removes the worktree wt, or each worktree inside a
+// parallel run's wt; with dry it only checks that they can go. It returns
+// why the run must be kept when one of them cannot.
+func (p *pruner) removeWorktrees(wt string, dry bool, res *pruneResult) (string, error) {
+	res.Worktree = wt
+	// A parallel run's directory holds its worktrees: the
+	// integration one (main) and one per worker (w<K>).
+	trees := parallelTrees(wt)
+	if len(trees) == 0 {
+		trees = []string{wt}
+	}
+	for _, tree := range trees {
+		var err error
+		if dry {
+			err = guard.CheckWorktreeRemovable(p.ctx, p.repo, tree)
+		} else {
+			err = guard.RemoveWorktree(p.ctx, p.repo, tree)
+		}
+		switch {
+		case errors.Is(err, guard.ErrWorktreeDirty):
+			return fmt.Sprintf("its worktree has uncommitted changes or untracked files; commit or discard them (git -C %s status), then prune again",
+				stopreasons.ShellQuote(tree)), nil
+		case errors.Is(err, guard.ErrNotWorktree):
+			return fmt.Sprintf("%v; remove it by hand if it is no longer needed", err), nil
+		case err != nil:
+			return "", err
+		}
+	}
+	if tree := trees[0]; tree != wt && !dry {
+		_ = os.Remove(wt)
+	}
+	res.WorktreeRemoved = !dry
+	return "", nil
+}
+
+// deleteBranches deletes, with --branches, the branch runr/<id> and a
+// parallel run's milestone branches (with dry, only looks for runr/<id>);
+// without --branches it notes runr/<id> when the run had a worktree and the
+// branch is still there.
+func (p *pruner) deleteBranches(id, wt string, dry bool, res *pruneResult) error {
+	if p.opts.Branches && p.repoErr == nil {
+		// A parallel run's milestones' branches go with it.
+		if st, err := p.store.Load(id); err == nil && st.Parallel != nil {
+			for n := 1; n <= len(st.Milestones); n++ {
+				if dry {
+					continue
+				}
+				if _, err := guard.DeleteBranch(p.ctx, p.repo, guard.MilestoneBranch(id, n)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if p.opts.Branches {
+		branch := guard.RunBranch(id)
+		var ok bool
+		var err error
+		if dry {
+			ok, err = guard.BranchExists(p.ctx, p.repo, branch)
+		} else {
+			ok, err = guard.DeleteBranch(p.ctx, p.repo, branch)
+		}
+		if err != nil {
+			return err
+		}
+		if ok {
+			res.Branch, res.BranchDeleted = branch, !dry
+		}
+	} else if wt != "" && p.repoErr == nil {
+		if ok, _ := guard.BranchExists(p.ctx, p.repo, guard.RunBranch(id)); ok {
+			res.Branch = guard.RunBranch(id)
+		}
+	}
+	return nil
+}
+
+// pruneResults turns the store's decisions into the results printed, with
+// what the hook did outside the store, and counts the runs removed (with
+// dryRun, that would be), kept and failed. A removed run's temporary files
+// go with it.
+func pruneResults(items []state.PruneItem, outside map[string]*pruneResult, dryRun bool) (results []pruneResult, removed, kept, failed int) {
+	results = make([]pruneResult, len(items))
+	for i, it := range items {
+		r := pruneResult{RunID: it.RunID, Status: it.Status, AgeMS: it.Age.Milliseconds(), Worktree: it.Worktree}
+		if o := outside[it.RunID]; o != nil {
+			r.WorktreeRemoved, r.Branch, r.BranchDeleted = o.WorktreeRemoved, o.Branch, o.BranchDeleted
+		}
+		switch {
+		case it.Err != nil:
+			r.Action, r.Reason = "failed", it.Err.Error()
+			failed++
+		case it.Removed && dryRun:
+			r.Action = "would_remove"
+			removed++
+		case it.Removed:
+			r.Action = "removed"
+			removed++
+			supervisor.RemoveRunTemps(it.RunID)
+		default:
+			r.Action, r.Reason = "kept", it.Kept
+			kept++
+		}
+		results[i] = r
+	}
+	return results, removed, kept, failed
 }
 
 func printPrune(opts *PruneOptions, results []pruneResult, removed, kept, failed int) {

@@ -10,10 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -38,38 +36,6 @@ const pipeSize = 1 << 20
 // How often a group is checked for remaining members once the main process is
 // gone.
 const pollInterval = 10 * time.Millisecond
-
-// The gate in front of a process whose start is recorded: it waits for
-// runr's line on fd 3 and then becomes the program ("$@" is its path and
-// arguments). EOF without a line, runr having died before the record was
-// written, ends it with nothing run, so no process of a run ever works
-// unrecorded. Its cost is one exec of the shell.
-const (
-	gateShell  = "/bin/sh"
-	gatePrefix = `IFS= read -r _ <&3 || exit 125; exec 3<&-; `
-	gateScript = gatePrefix + `exec "$@"`
-)
-
-// shellScript reports whether argv is `sh -c SCRIPT [NAME ARGS...]` run by
-// the gate's own shell (argv[0] is sh and path the same file as
-// gateShell), and returns SCRIPT. The script goes after the gate's prefix on its first line, so
-// the shell numbers its lines as it would have.
-func shellScript(path string, argv []string) (string, bool) {
-	// Asked for as sh: a multi-call program (busybox) that is /bin/sh
-	// under another name would be another program.
-	if len(argv) < 3 || argv[1] != "-c" || filepath.Base(argv[0]) != "sh" {
-		return "", false
-	}
-	a, err := os.Stat(path)
-	if err != nil {
-		return "", false
-	}
-	b, err := os.Stat(gateShell)
-	if err != nil || !os.SameFile(a, b) {
-		return "", false
-	}
-	return argv[2], true
-}
 
 // ErrNotFound is wrapped by Run when the program does not exist or cannot be
 // executed.
@@ -160,174 +126,65 @@ type Result struct {
 // the process could not be started or its log could not be written; a
 // non-zero exit is not an error.
 func Run(ctx context.Context, spec Spec) (Result, error) {
-	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
-		return Result{}, errors.New("run: the command is empty; give the program to run")
-	}
-	spec = withDefaults(spec)
-	if spec.KillNow == nil {
-		spec.KillNow = killNowOf(ctx)
-	}
-	if err := ctx.Err(); err != nil {
-		return Result{}, fmt.Errorf("run %s: not started: %w", spec.Argv[0], err)
-	}
-	if spec.Dir != "" {
-		if fi, err := os.Stat(spec.Dir); err != nil {
-			return Result{}, fmt.Errorf("run %s: working directory: %w", spec.Argv[0], err)
-		} else if !fi.IsDir() {
-			return Result{}, fmt.Errorf("run %s: working directory %s is not a directory", spec.Argv[0], spec.Dir)
-		}
-	}
-	path, err := LookPath(spec.Argv[0], spec.Dir, spec.Env)
+	spec, path, err := checkSpec(ctx, spec)
 	if err != nil {
-		return Result{}, fmt.Errorf("run %w", err)
+		return Result{}, err
 	}
 	out, err := newSink(spec.LogPath, spec.TailBytes)
 	if err != nil {
 		return Result{}, err
 	}
-	// Pipes of our own rather than exec's copying goroutines: Wait then returns
-	// as soon as the main process exits, so its leftovers can be stopped at once
-	// instead of after a grandchild lets go of the pipe.
-	stdoutR, stdoutW, err := os.Pipe()
+	p, err := openPipes(spec)
 	if err != nil {
 		out.close()
-		return Result{}, fmt.Errorf("run %s: stdout pipe: %w", spec.Argv[0], err)
+		return Result{}, err
 	}
-	growPipe(stdoutR, pipeSize)
-	// When nobody reads stdout apart, both streams share one pipe, so that the
-	// log and the tail keep the order the process wrote in (the last line of a
-	// failed check is its verdict, not whichever stream was read last).
-	stderrR, stderrW := (*os.File)(nil), stdoutW
-	if spec.Stdout != nil || spec.OnStdoutLine != nil {
-		stderrR, stderrW, err = os.Pipe()
-		if err != nil {
-			out.close()
-			closeAll(stdoutR, stdoutW)
-			return Result{}, fmt.Errorf("run %s: stderr pipe: %w", spec.Argv[0], err)
-		}
-	}
+	// The gate's ends are closed on every way out, so a process held at the
+	// gate sees EOF and ends without running the program.
+	defer p.closeGate()
 
 	stopCtx, requestStop := context.WithCancel(context.Background())
 	defer requestStop()
 	var termSent atomic.Bool
-	cmd := exec.CommandContext(stopCtx, path, spec.Argv[1:]...)
-	cmd.Args[0] = spec.Argv[0]
-	args := spec.Argv[1:]
-	if len(spec.Wrap) > 0 {
-		if reason := unknownFormat(path); reason != "" {
-			out.close()
-			closeAll(stdoutR, stdoutW, stderrR, stderrW)
-			return Result{}, fmt.Errorf("run %w", &NotFoundError{Name: spec.Argv[0], Reason: reason})
-		}
-		args = append(append(append([]string{}, spec.Wrap[1:]...), path), spec.Argv[1:]...)
-		path = spec.Wrap[0]
-		cmd = exec.CommandContext(stopCtx, path, args...)
+	cmd, err := command(stopCtx, spec, path, p, &termSent)
+	if err == nil {
+		err = start(cmd, spec)
 	}
-	var gateW *os.File
-	if spec.OnStart != nil {
-		if reason := unknownFormat(path); reason != "" {
-			out.close()
-			closeAll(stdoutR, stdoutW, stderrR, stderrW)
-			return Result{}, fmt.Errorf("run %w", &NotFoundError{Name: spec.Argv[0], Reason: reason})
-		}
-		var gateR *os.File
-		if gateR, gateW, err = os.Pipe(); err != nil {
-			out.close()
-			closeAll(stdoutR, stdoutW, stderrR, stderrW)
-			return Result{}, fmt.Errorf("run %s: gate pipe: %w", spec.Argv[0], err)
-		}
-		defer gateR.Close()
-		defer gateW.Close()
-		if script, ok := shellScript(path, spec.Argv); ok && len(spec.Wrap) == 0 {
-			// `sh -c SCRIPT`: the gate's own shell runs the script once
-			// past the gate, which spares an exec.
-			cmd = exec.CommandContext(stopCtx, gateShell, append([]string{"-c", gatePrefix + script}, spec.Argv[3:]...)...)
-			cmd.Args[0] = spec.Argv[0]
-		} else {
-			cmd = exec.CommandContext(stopCtx, gateShell, append([]string{"-c", gateScript, spec.Argv[0], path}, args...)...)
-		}
-		cmd.ExtraFiles = []*os.File{gateR}
-	}
-	cmd.Dir = spec.Dir
-	cmd.Env = spec.Env
-	cmd.Stdin = spec.Stdin
-	cmd.Stdout = stdoutW
-	cmd.Stderr = stderrW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if spec.Namespaces {
-		if err := newNamespaces(cmd.SysProcAttr); err != nil {
-			out.close()
-			closeAll(stdoutR, stdoutW, stderrR, stderrW)
-			return Result{}, fmt.Errorf("run %s: %w: %w", spec.Argv[0], ErrNamespaces, err)
-		}
-	}
-	cmd.Cancel = func() error {
-		termSent.Store(true)
-		return terminateGroup(cmd.Process.Pid)
-	}
-	// The group's SIGKILL comes from Run's own timer at the same deadline;
-	// WaitDelay also bounds a Stdin copy that never finishes.
-	cmd.WaitDelay = spec.KillGrace
-
-	if err := cmd.Start(); err != nil {
+	if err != nil {
 		out.close()
-		closeAll(stdoutR, stdoutW, stderrR, stderrW)
-		if spec.Namespaces && namespaceRefused(err) {
-			return Result{}, fmt.Errorf("run %s: %w: %w", spec.Argv[0], ErrNamespaces, errors.Unwrap(err))
-		}
-		return Result{}, startError(spec.Argv[0], err)
+		closeAll(p.stdoutR, p.stdoutW, p.stderrR, p.stderrW)
+		return Result{}, err
 	}
 	started := time.Now()
 	// The child holds its own copies; ours must go so that EOF can arrive.
-	closeAll(stdoutW, stderrW)
+	closeAll(p.stdoutW, p.stderrW)
 
 	pgid := cmd.Process.Pid
 	if spec.OnStart != nil {
-		closeAll(cmd.ExtraFiles...)
-		proc := Proc{PID: pgid, PGID: pgid, StartedAt: started}
-		// Without a start time the process can never be matched by Alive,
-		// which errs on the side of leaving an unknown process alone.
-		proc.StartTime, _ = ProcStartTime(pgid)
-		if err := spec.OnStart(proc); err != nil {
-			// The gate sees EOF and ends without running the program.
-			closeAll(gateW)
-			_ = cmd.Wait()
-			_ = StopGroup(pgid, spec.KillGrace)
+		if err := openGate(spec, cmd, p.gateW, started); err != nil {
 			out.close()
-			closeAll(stdoutR, stderrR)
-			return Result{}, fmt.Errorf("run %s: not started: %w", spec.Argv[0], err)
+			closeAll(p.stdoutR, p.stderrR)
+			return Result{}, err
 		}
-		if _, err := gateW.Write([]byte("\n")); err != nil {
-			_ = signalGroup(pgid, syscall.SIGKILL)
-		}
-		closeAll(gateW)
 	}
 
-	aborted := make(chan struct{})
-	var abortOnce sync.Once
-	var lines *lineSplitter
-	if spec.OnStdoutLine != nil && spec.Stdout == nil {
-		lines = &lineSplitter{max: spec.MaxLine, emit: spec.OnStdoutLine, starts: spec.LineStarts,
-			abort: func() { abortOnce.Do(func() { close(aborted) }) }}
-	}
-	var readers sync.WaitGroup
-	readers.Add(1)
-	go func() {
-		defer readers.Done()
-		buf := newReadBuffer(readBuf)
-		if spec.Stdout != nil {
-			pumpTo(stdoutR, buf, spec.Stdout, out)
-		} else {
-			pump(stdoutR, buf, out, spec.OnStdout, lines)
-		}
-	}()
-	if stderrR != nil {
-		readers.Add(1)
-		go func() { defer readers.Done(); pump(stderrR, newReadBuffer(stderrReadBuf), out, nil, nil) }()
-	}
-	readersDone := make(chan struct{})
-	go func() { readers.Wait(); close(readersDone) }()
+	aborted, readersDone := startReaders(spec, p, out)
+	exited := waitExit(cmd)
 
+	res := supervise(ctx, spec, pgid, started, out, aborted, exited, &termSent, requestStop)
+	drainReaders(p, readersDone, spec.KillGrace)
+
+	exitStatus(&res, cmd.ProcessState)
+	res.Tail, res.Bytes = out.tail(), out.total()
+	if err := out.close(); err != nil {
+		return res, fmt.Errorf("run %s: %w", spec.Argv[0], err)
+	}
+	return res, nil
+}
+
+// waitExit waits for the main process in the background; the channel it
+// returns is closed once the process has exited.
+func waitExit(cmd *exec.Cmd) <-chan struct{} {
 	exited := make(chan struct{})
 	go func() {
 		// The exit status is read from ProcessState; Wait's error adds nothing
@@ -335,31 +192,65 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 		_ = cmd.Wait()
 		close(exited)
 	}()
+	return exited
+}
 
-	res := supervise(ctx, spec, pgid, started, out, aborted, exited, &termSent, requestStop)
-
-	// Anything still holding the pipes now is outside the group (it escaped
-	// with setsid, or was handed the pipe); give the readers the grace period
-	// to drain, then close the pipes under them.
-	select {
-	case <-readersDone:
-	case <-time.After(spec.KillGrace):
-		closeAll(stdoutR, stderrR)
-		<-readersDone
-	}
-	closeAll(stdoutR, stderrR)
-
-	if ps := cmd.ProcessState; ps != nil {
+// exitStatus records in res how the main process ended: its exit code, and
+// the signal's name when a signal ended it.
+func exitStatus(res *Result, ps *os.ProcessState) {
+	if ps != nil {
 		res.ExitCode = ps.ExitCode()
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			res.Signal = ws.Signal().String()
 		}
 	}
-	res.Tail, res.Bytes = out.tail(), out.total()
-	if err := out.close(); err != nil {
-		return res, fmt.Errorf("run %s: %w", spec.Argv[0], err)
+}
+
+// startReaders starts reading the process's output into out, and stdout to
+// Spec.Stdout, OnStdout and OnStdoutLine as spec asks. aborted is closed when
+// OnStdoutLine asks for the process to stop, readersDone once every stream
+// was read to its end.
+func startReaders(spec Spec, p *pipes, out *sink) (aborted, readersDone <-chan struct{}) {
+	abort := make(chan struct{})
+	var abortOnce sync.Once
+	var lines *lineSplitter
+	if spec.OnStdoutLine != nil && spec.Stdout == nil {
+		lines = &lineSplitter{max: spec.MaxLine, emit: spec.OnStdoutLine, starts: spec.LineStarts,
+			abort: func() { abortOnce.Do(func() { close(abort) }) }}
 	}
-	return res, nil
+	var readers sync.WaitGroup
+	readers.Add(1)
+	go func() {
+		defer readers.Done()
+		buf := newReadBuffer(readBuf)
+		if spec.Stdout != nil {
+			pumpTo(p.stdoutR, buf, spec.Stdout, out)
+		} else {
+			pump(p.stdoutR, buf, out, spec.OnStdout, lines)
+		}
+	}()
+	if p.stderrR != nil {
+		readers.Add(1)
+		go func() { defer readers.Done(); pump(p.stderrR, newReadBuffer(stderrReadBuf), out, nil, nil) }()
+	}
+	done := make(chan struct{})
+	go func() { readers.Wait(); close(done) }()
+	return abort, done
+}
+
+// drainReaders waits for the readers to reach the end of the output, then
+// closes runr's ends of the pipes.
+func drainReaders(p *pipes, readersDone <-chan struct{}, grace time.Duration) {
+	// Anything still holding the pipes now is outside the group (it escaped
+	// with setsid, or was handed the pipe); give the readers the grace period
+	// to drain, then close the pipes under them.
+	select {
+	case <-readersDone:
+	case <-time.After(grace):
+		closeAll(p.stdoutR, p.stderrR)
+		<-readersDone
+	}
+	closeAll(p.stdoutR, p.stderrR)
 }
 
 // supervise waits for the main process to exit and its group to be empty,
@@ -488,18 +379,6 @@ func withDefaults(spec Spec) Spec {
 		spec.MaxLine = DefaultMaxLine
 	}
 	return spec
-}
-
-// startError marks the failures that mean "this program cannot be run" with
-// ErrNotFound, so callers can tell a missing tool from a broken system.
-func startError(name string, err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) && pe.Op == "fork/exec" &&
-		(errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) ||
-			errors.Is(err, syscall.ENOEXEC) || errors.Is(err, syscall.ENOTDIR)) {
-		return fmt.Errorf("run %s: %w (%v); check the command and that the file is executable", name, ErrNotFound, pe.Err)
-	}
-	return fmt.Errorf("run %s: %w", name, err)
 }
 
 func closeAll(files ...*os.File) {

@@ -365,6 +365,7 @@ func TestGolden(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, json.Valid(js))
 			golden(t, name+".json.golden", stable(js))
+			golden(t, name+".md.golden", stable([]byte(rep.Markdown())))
 		})
 	}
 }

@@ -38,8 +38,24 @@ func (r *Report) Markdown() string {
 	r = r.printable()
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	ev := r.Evidence
+	r.mdTitle(line)
+	r.mdDiagnosis(line)
+	r.mdStatistics(line)
+	r.mdMilestones(line)
+	r.mdCounters(line)
+	r.mdEvidence(line)
+	r.mdOtherRules(line)
+	r.mdNext(line)
+	r.mdWarnings(line)
+	return b.String()
+}
 
+// mdLine writes one line of report.md, formatted as fmt.Sprintf formats.
+type mdLine func(format string, args ...any)
+
+// mdTitle writes the title of report.md and the run's status, stop reason
+// and rule under it.
+func (r *Report) mdTitle(line mdLine) {
 	line("# runr run %s", r.RunID)
 	line("")
 	line("- **Run status:** %s", r.RunStatus)
@@ -53,11 +69,20 @@ func (r *Report) Markdown() string {
 		line("- **Stop reason:** %s", r.Reason.Title)
 	}
 	line("- **Rule:** %s", mdEscape(r.Rule))
+}
+
+// mdDiagnosis writes the Diagnosis section.
+func (r *Report) mdDiagnosis(line mdLine) {
 	line("")
 	line("## Diagnosis")
 	line("")
 	line("%s", r.Diagnosis)
+}
 
+// mdStatistics writes the Statistics section: the milestones' figures and
+// what the run used of each budget.
+func (r *Report) mdStatistics(line mdLine) {
+	ev := r.Evidence
 	st := ev.Statistics
 	line("")
 	line("## Statistics")
@@ -71,7 +96,11 @@ func (r *Report) Markdown() string {
 	line("| ticks | %s |", ofBudget(fmt.Sprint(ev.Tick), ev.MaxTicks > 0, fmt.Sprint(ev.MaxTicks)))
 	line("| iterations | %s |", ofBudget(fmt.Sprint(ev.Iteration), ev.MaxIterations > 0, fmt.Sprint(ev.MaxIterations)))
 	line("| cost | %s |", costLine(ev))
+}
 
+// mdMilestones writes the Milestones section, one row per milestone; a run
+// without milestones has none.
+func (r *Report) mdMilestones(line mdLine) {
 	if len(r.Milestones) > 0 {
 		line("")
 		line("## Milestones")
@@ -82,8 +111,11 @@ func (r *Report) Markdown() string {
 			line("| %d | %s | %s | %d | %s |", m.Number, mdCell(m.Goal), m.Status, m.Attempts, mdCell(outcomeSummary(m.Outcomes)))
 		}
 	}
+}
 
-	c := ev.Counters
+// mdCounters writes the Loop counters section.
+func (r *Report) mdCounters(line mdLine) {
+	c := r.Evidence.Counters
 	line("")
 	line("## Loop counters")
 	line("")
@@ -97,7 +129,13 @@ func (r *Report) Markdown() string {
 	if edges := edgeList(c.Edges); edges != "" {
 		line("| backward edges | %s |", mdCell(edges))
 	}
+}
 
+// mdEvidence writes the Evidence section: the last failure with the tail of
+// its output, the error signatures and the files the stop names. A run with
+// none of them has no such section.
+func (r *Report) mdEvidence(line mdLine) {
+	ev := r.Evidence
 	if f := ev.LastFailure; f != nil || len(ev.Signatures) > 0 || len(ev.Files) > 0 {
 		line("")
 		line("## Evidence")
@@ -121,7 +159,11 @@ func (r *Report) Markdown() string {
 			line("- files: %s", mdCell(strings.Join(ev.Files, ", ")))
 		}
 	}
+}
 
+// mdOtherRules writes the Other rules section: how close each rule that
+// did not fire came to firing.
+func (r *Report) mdOtherRules(line mdLine) {
 	if len(r.Conditions) > 0 {
 		line("")
 		line("## Other rules")
@@ -132,7 +174,10 @@ func (r *Report) Markdown() string {
 			line("| %s | %.0f%% | %s |", mdCell(c.Name), c.Progress*100, mdCell(c.Message))
 		}
 	}
+}
 
+// mdNext writes the Next section: the hints, then the commands to run.
+func (r *Report) mdNext(line mdLine) {
 	line("")
 	line("## Next")
 	line("")
@@ -147,6 +192,10 @@ func (r *Report) Markdown() string {
 		}
 		line("```")
 	}
+}
+
+// mdWarnings writes the Warnings section: what Diagnose could not read.
+func (r *Report) mdWarnings(line mdLine) {
 	if len(r.Warnings) > 0 {
 		line("")
 		line("## Warnings")
@@ -155,7 +204,6 @@ func (r *Report) Markdown() string {
 			line("- %s", mdEscape(w))
 		}
 	}
-	return b.String()
 }
 
 // mdCell keeps a value inside one table cell on one line.

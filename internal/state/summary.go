@@ -71,114 +71,142 @@ func (s *Store) Summary(id string) (*Summary, error) {
 // readSummary decodes the top-level fields of a state.json that Summary
 // needs, in whatever order they come, and stops once it has them.
 func readSummary(r io.Reader, path string) (*Summary, error) {
-	corrupt := func(err error) error {
-		return stopreasons.Wrap(stopreasons.StateCorrupt, err,
-			"run state %s is not valid JSON (left untouched); inspect or remove the run", path)
-	}
+	sr := &summaryReader{path: path, seen: map[string]bool{}}
 	dec := json.NewDecoder(r)
 	if tok, err := dec.Token(); err != nil {
-		return nil, corrupt(err)
+		return nil, sr.corrupt(err)
 	} else if tok != json.Delim('{') {
-		return nil, corrupt(errors.New("not a JSON object"))
+		return nil, sr.corrupt(errors.New("not a JSON object"))
 	}
-	var (
-		sum                                     Summary
-		seen                                    = map[string]bool{}
-		countsFromMilestones, countsFromSummary bool
-	)
-	// The run's status says whether it has a stop reason to wait for: a
-	// running run has none, and state.json then has no stop_reason field.
-	complete := func() bool {
-		for _, k := range []string{"schema_version", "run_id", "run_status", "created_at", "elapsed_ms", "tick", "usage"} {
-			if !seen[k] {
-				return false
-			}
-		}
-		if !countsFromMilestones && !countsFromSummary {
-			return false
-		}
-		return seen["stop_reason"] || sum.RunStatus == stopreasons.RunRunning
-	}
-	for dec.More() && !complete() {
+	for dec.More() && !sr.complete() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, corrupt(err)
+			return nil, sr.corrupt(err)
 		}
 		key, _ := tok.(string)
-		var derr error
-		switch key {
-		case "schema_version":
-			var v int
-			if derr = dec.Decode(&v); derr == nil && v > SchemaVersion {
-				return nil, newerSchema(path, v)
-			}
-		case "run_id":
-			derr = dec.Decode(&sum.RunID)
-		case "run_status":
-			derr = dec.Decode(&sum.RunStatus)
-		case "created_at":
-			derr = dec.Decode(&sum.CreatedAt)
-		case "elapsed_ms":
-			derr = dec.Decode(&sum.ElapsedMS)
-		case "tick":
-			derr = dec.Decode(&sum.Tick)
-		case "statistics":
-			var v struct {
-				TotalMilestones int `json:"total_milestones"`
-				Approved        int `json:"approved"`
-			}
-			if derr = dec.Decode(&v); derr == nil && !countsFromMilestones {
-				sum.Milestones, sum.Approved = v.TotalMilestones, v.Approved
-				countsFromSummary = true
-			}
-		case "milestones":
-			// Before the statistics only in a file runr did not write in
-			// State's order: the milestones themselves are the truth then.
-			var ms []struct {
-				Status string `json:"status"`
-			}
-			if derr = dec.Decode(&ms); derr == nil {
-				sum.Milestones, sum.Approved = len(ms), 0
-				for _, m := range ms {
-					if m.Status == MilestoneApproved {
-						sum.Approved++
-					}
-				}
-				countsFromMilestones = true
-			}
-		case "usage":
-			derr = dec.Decode(&sum.Usage)
-			if derr == nil {
-				if problem := sum.Usage.impossibleUsage(); problem != "" {
-					return nil, summaryImpossible(path, problem)
-				}
-			}
-		case "stop_reason":
-			var r *StopReason
-			if derr = dec.Decode(&r); derr == nil && r != nil {
-				sum.Stop = r.Code
-			}
-		default:
-			var skip json.RawMessage
-			derr = dec.Decode(&skip)
+		if err := sr.field(dec, key); err != nil {
+			return nil, err
 		}
-		if derr != nil {
-			return nil, corrupt(fmt.Errorf("field %q: %w", key, derr))
-		}
-		seen[key] = true
 	}
+	if err := checkSummary(&sr.sum, path); err != nil {
+		return nil, err
+	}
+	return &sr.sum, nil
+}
+
+// summaryReader holds what readSummary has read of one state.json so far.
+type summaryReader struct {
+	path                                    string
+	sum                                     Summary
+	seen                                    map[string]bool // the top-level keys read
+	countsFromMilestones, countsFromSummary bool            // where the milestone counts came from
+}
+
+// corrupt is the state_corrupt error of a state.json that is not the JSON
+// Summary reads.
+func (sr *summaryReader) corrupt(err error) error {
+	return stopreasons.Wrap(stopreasons.StateCorrupt, err,
+		"run state %s is not valid JSON (left untouched); inspect or remove the run", sr.path)
+}
+
+// complete reports whether every field Summary needs has been read.
+func (sr *summaryReader) complete() bool {
+	for _, k := range []string{"schema_version", "run_id", "run_status", "created_at", "elapsed_ms", "tick", "usage"} {
+		if !sr.seen[k] {
+			return false
+		}
+	}
+	if !sr.countsFromMilestones && !sr.countsFromSummary {
+		return false
+	}
+	// The run's status says whether it has a stop reason to wait for: a
+	// running run has none, and state.json then has no stop_reason field.
+	return sr.seen["stop_reason"] || sr.sum.RunStatus == stopreasons.RunRunning
+}
+
+// field decodes the value of the top-level key next in dec into the
+// summary, or skips it when Summary does not need it.
+func (sr *summaryReader) field(dec *json.Decoder, key string) error {
+	sum, path := &sr.sum, sr.path
+	var derr error
+	switch key {
+	case "schema_version":
+		var v int
+		if derr = dec.Decode(&v); derr == nil && v > SchemaVersion {
+			return newerSchema(path, v)
+		}
+	case "run_id":
+		derr = dec.Decode(&sum.RunID)
+	case "run_status":
+		derr = dec.Decode(&sum.RunStatus)
+	case "created_at":
+		derr = dec.Decode(&sum.CreatedAt)
+	case "elapsed_ms":
+		derr = dec.Decode(&sum.ElapsedMS)
+	case "tick":
+		derr = dec.Decode(&sum.Tick)
+	case "statistics":
+		var v struct {
+			TotalMilestones int `json:"total_milestones"`
+			Approved        int `json:"approved"`
+		}
+		if derr = dec.Decode(&v); derr == nil && !sr.countsFromMilestones {
+			sum.Milestones, sum.Approved = v.TotalMilestones, v.Approved
+			sr.countsFromSummary = true
+		}
+	case "milestones":
+		// Before the statistics only in a file runr did not write in
+		// State's order: the milestones themselves are the truth then.
+		var ms []struct {
+			Status string `json:"status"`
+		}
+		if derr = dec.Decode(&ms); derr == nil {
+			sum.Milestones, sum.Approved = len(ms), 0
+			for _, m := range ms {
+				if m.Status == MilestoneApproved {
+					sum.Approved++
+				}
+			}
+			sr.countsFromMilestones = true
+		}
+	case "usage":
+		derr = dec.Decode(&sum.Usage)
+		if derr == nil {
+			if problem := sum.Usage.impossibleUsage(); problem != "" {
+				return summaryImpossible(path, problem)
+			}
+		}
+	case "stop_reason":
+		var r *StopReason
+		if derr = dec.Decode(&r); derr == nil && r != nil {
+			sum.Stop = r.Code
+		}
+	default:
+		var skip json.RawMessage
+		derr = dec.Decode(&skip)
+	}
+	if derr != nil {
+		return sr.corrupt(fmt.Errorf("field %q: %w", key, derr))
+	}
+	sr.seen[key] = true
+	return nil
+}
+
+// checkSummary returns state_corrupt for a summary no runr writes: one
+// without a run id, or with a value that cannot be.
+func checkSummary(sum *Summary, path string) error {
 	if sum.RunID == "" {
-		return nil, noRunID(path)
+		return noRunID(path)
 	}
 	switch {
 	case sum.Tick < 0:
-		return nil, summaryImpossible(path, fmt.Sprintf("tick %d is negative", sum.Tick))
+		return summaryImpossible(path, fmt.Sprintf("tick %d is negative", sum.Tick))
 	case sum.ElapsedMS < 0:
-		return nil, summaryImpossible(path, fmt.Sprintf("elapsed_ms %d is negative", sum.ElapsedMS))
+		return summaryImpossible(path, fmt.Sprintf("elapsed_ms %d is negative", sum.ElapsedMS))
 	case sum.RunStatus != "" && !slices.Contains(runStatuses, sum.RunStatus):
-		return nil, summaryImpossible(path, fmt.Sprintf("run_status %q is not a run status (one of %v)", sum.RunStatus, runStatuses))
+		return summaryImpossible(path, fmt.Sprintf("run_status %q is not a run status (one of %v)", sum.RunStatus, runStatuses))
 	}
-	return &sum, nil
+	return nil
 }
 
 func summaryImpossible(path, problem string) error {

@@ -1,0 +1,176 @@
+package report
+
+import (
+	"encoding/json"
+	"maps"
+	"path/filepath"
+	"slices"
+	"sort"
+
+	"github.com/runr-dev/runr/internal/state"
+)
+
+func milestoneRows(st *state.State) []MilestoneRow {
+	rows := make([]MilestoneRow, 0, len(st.Milestones))
+	for i, m := range st.Milestones {
+		row := MilestoneRow{
+			Number:   i + 1,
+			Goal:     m.Goal,
+			Status:   m.Status,
+			Attempts: m.AttemptCount(),
+			Outcomes: make([]string, 0, m.AttemptCount()),
+			Edges:    m.Edges,
+			Commit:   m.Commit,
+		}
+		// The attempts state.json no longer lists come first, by outcome:
+		// it keeps their counts, not their order.
+		if e := m.Earlier; e != nil {
+			for _, o := range slices.Sorted(maps.Keys(e.Outcomes)) {
+				for range e.Outcomes[o] {
+					row.Outcomes = append(row.Outcomes, o)
+				}
+			}
+			row.CostUSD += e.CostUSD
+		}
+		for _, a := range m.Attempts {
+			row.Outcomes = append(row.Outcomes, a.Outcome)
+			row.CostUSD += a.CostUSD
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// earlierSignatures collects, from the timeline's attempt events, the
+// error signatures of the attempts state.json no longer lists: those of a
+// milestone with Earlier attempts that ended before its first listed one.
+type earlierSignatures struct {
+	st   *state.State
+	hits []signatureHit
+}
+
+type signatureHit struct {
+	signature string
+	tick      int
+}
+
+func (e *earlierSignatures) attempt(tick int, data json.RawMessage) {
+	var d struct {
+		Milestone   int    `json:"milestone"`
+		Signature   string `json:"signature"`
+		AttemptTick *int   `json:"attempt_tick"`
+	}
+	if json.Unmarshal(data, &d) != nil || d.Signature == "" || d.Milestone < 1 || d.Milestone > len(e.st.Milestones) {
+		return
+	}
+	m := e.st.Milestones[d.Milestone-1]
+	if m.Earlier == nil || len(m.Attempts) == 0 {
+		return
+	}
+	if d.AttemptTick != nil {
+		tick = *d.AttemptTick
+	}
+	// An attempt ends before the next one of its milestone starts: one
+	// that ended before the first listed attempt started is not listed.
+	if tick < m.Attempts[0].Tick {
+		e.hits = append(e.hits, signatureHit{d.Signature, tick})
+	}
+}
+
+func signatureCounts(st *state.State, earlier []signatureHit) []SignatureCount {
+	idx := map[string]int{}
+	out := []SignatureCount{}
+	count := func(sig string, tick int) {
+		i, ok := idx[sig]
+		if !ok {
+			i = len(out)
+			idx[sig] = i
+			out = append(out, SignatureCount{Signature: sig, FirstTick: tick})
+		}
+		out[i].Count++
+		out[i].FirstTick = min(out[i].FirstTick, tick)
+		out[i].LastTick = max(out[i].LastTick, tick)
+	}
+	for _, h := range earlier {
+		count(h.signature, h.tick)
+	}
+	for _, m := range st.Milestones {
+		for _, a := range m.Attempts {
+			if a.ErrorSignature != "" {
+				count(a.ErrorSignature, a.Tick)
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].LastTick > out[j].LastTick
+	})
+	return out
+}
+
+func gatherEvidence(st *state.State, runDir string, r *Report) Evidence {
+	earlier := &earlierSignatures{st: st}
+	onAttempt := earlier.attempt
+	if !hasEarlier(st) {
+		onAttempt = nil
+	}
+	sum, warns := scanTimeline(filepath.Join(runDir, timelineFile), onAttempt)
+	ev := Evidence{
+		Signatures:    signatureCounts(st, earlier.hits),
+		Counters:      st.Counters,
+		Files:         []string{},
+		Usage:         st.Usage,
+		MaxCostUSD:    st.Budget.MaxCostUSD,
+		MaxTokens:     st.Budget.MaxTokens,
+		ElapsedMS:     st.ElapsedMS,
+		BudgetTimeMS:  st.Budget.TimeMS,
+		Tick:          st.Tick,
+		MaxTicks:      st.Budget.MaxTicks,
+		Iteration:     st.Iteration,
+		MaxIterations: st.Budget.MaxIterations,
+		Statistics:    st.Statistics,
+		Agents:        st.AgentsUsed(),
+		AgentSwitches: st.AgentSwitches,
+	}
+	if ev.Counters.Edges == nil {
+		ev.Counters.Edges = map[string]int{}
+	}
+	if sr := st.StopReason; sr != nil {
+		ev.Files = []string{}
+		if d := sr.Details; d != nil {
+			ev.Files = append(ev.Files, d.Files...)
+			ev.ResetAt = d.ResetAt
+		}
+	}
+	if f := st.LastFailure; f != nil {
+		fe := &FailureEvidence{
+			Tick: f.Tick, Phase: f.Phase, Command: f.Command, ExitCode: f.ExitCode,
+			Signature: f.Signature, Log: f.Log, Tail: f.Tail, Notes: f.Notes,
+		}
+		if f.Log != "" {
+			tail, err := logTail(runDir, f.Log)
+			if err != nil {
+				r.Warnings = append(r.Warnings, err.Error())
+			} else if tail != "" {
+				fe.Tail = tail
+			}
+		}
+		ev.LastFailure = fe
+	}
+	ev.Timeline = sum
+	r.Warnings = append(r.Warnings, warns...)
+	return ev
+}
+
+// hasEarlier reports whether some milestone has attempts state.json no
+// longer lists.
+func hasEarlier(st *state.State) bool {
+	for _, m := range st.Milestones {
+		if m.Earlier != nil {
+			return true
+		}
+	}
+	return false
+}
