@@ -1,4 +1,4 @@
-// Package worker starts every process runr runs (agents, verification,
+// Package proc starts every process runr runs (agents, verification,
 // review, scripts) and promises that none of them outlives its call: each runs
 // in its own process group, is stopped with SIGTERM, SIGCONT and then SIGKILL to
 // the whole group, and has its output streamed to a log file and a bounded tail
