@@ -137,13 +137,32 @@ func lineStart(f *os.File, pos int64) (int64, error) {
 // Events are not synced one by one: losing the last few to a power cut is
 // acceptable, state.json is the durable record.
 func (t *Timeline) Append(typ string, tick int, phase string, data map[string]any) error {
+	return t.write(typ, func(seq int64) ([]byte, error) {
+		return json.Marshal(Event{Seq: seq, TS: time.Now().UTC(), Type: typ, Tick: tick, Phase: phase, Data: data})
+	})
+}
+
+// Record writes one event as Append does, its data one of the timeline's
+// event types.
+func (t *Timeline) Record(tick int, phase string, data EventData) error {
+	typ := ""
+	if data != nil {
+		typ = data.EventType()
+	}
+	return t.write(typ, func(seq int64) ([]byte, error) {
+		return encodeEvent(seq, time.Now().UTC(), tick, phase, data)
+	})
+}
+
+// write appends the line encode makes for the next seq.
+func (t *Timeline) write(typ string, encode func(seq int64) ([]byte, error)) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.f == nil {
 		return stopreasons.Errorf(stopreasons.InternalError, "append to closed timeline %s", t.path)
 	}
-	ev := Event{Seq: t.seq + 1, TS: time.Now().UTC(), Type: typ, Tick: tick, Phase: phase, Data: data}
-	line, err := json.Marshal(ev)
+	seq := t.seq + 1
+	line, err := encode(seq)
 	if err != nil {
 		return stopreasons.Wrap(stopreasons.InternalError, err, "encode %s event for %s", typ, t.path)
 	}
@@ -159,7 +178,7 @@ func (t *Timeline) Append(typ string, tick int, phase string, data map[string]an
 		}
 		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "append to timeline %s", t.path)
 	}
-	t.seq = ev.Seq
+	t.seq = seq
 	return nil
 }
 

@@ -319,7 +319,7 @@ func (s *Supervisor) account(ar agents.Result, res proc.Result) {
 		call.CostEstimatedUSD = cost
 	}
 	st.Usage.AddCall(call)
-	s.event(state.AgentCallEvent, call.Event())
+	s.event(state.AgentCallEvent{}.EventType(), call.Event())
 	if ar.SessionID != "" {
 		st.Usage.AgentSessionID = ar.SessionID
 		s.sessionID = ar.SessionID

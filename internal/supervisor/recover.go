@@ -36,7 +36,7 @@ func (s *Supervisor) RecoverCrash(st *state.State) (bool, error) {
 		ev := call.Event()
 		recovered["call_usage_added"] = ev
 		ev["interrupted"] = true
-		tl.Append(state.AgentCallEvent, st.Tick, st.Phase, ev)
+		tl.Append(state.AgentCallEvent{}.EventType(), st.Tick, st.Phase, ev)
 	}
 	if p := st.AgentProcess; p != nil {
 		stopped, err = proc.StopRecorded(proc.Proc{PID: p.PID, PGID: p.PGID, StartTime: p.StartTime}, s.cfg.Agent.KillGrace)
