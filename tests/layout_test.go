@@ -26,7 +26,7 @@ var allowedImports = map[string][]string{
 	"state":          {},
 	"stopconditions": {},
 	"watch":          {"doctor", "state", "stopconditions"},
-	"telemetry":      {"supervisor"},
+	"telemetry":      {"supervisor", "state"},
 	"proc":           {},
 	"stopreasons":    {},
 	"termtext":       {},

@@ -56,22 +56,6 @@ func (c Call) CostUSD() float64 {
 	return 0
 }
 
-// Event is the call's agent_call event data.
-func (c Call) Event() map[string]any {
-	return map[string]any{
-		"agent":              c.Agent,
-		"model":              c.Model,
-		"input_tokens":       c.InputTokens,
-		"cache_read_tokens":  c.CacheReadTokens,
-		"cache_write_tokens": c.CacheWriteTokens,
-		"output_tokens":      c.OutputTokens,
-		"cost_reported_usd":  c.CostReportedUSD,
-		"cost_estimated_usd": c.CostEstimatedUSD,
-		"cost_source":        c.CostSource,
-		"duration_ms":        c.DurationMS,
-	}
-}
-
 // ModelUsage is the total of a run's calls of one model.
 type ModelUsage struct {
 	Calls            int     `json:"calls"`

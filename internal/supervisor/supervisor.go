@@ -217,7 +217,7 @@ func (s *Supervisor) Start(ctx context.Context) (*state.State, error) {
 	if err := s.openRunFiles(); err != nil {
 		return st, err
 	}
-	s.event("run_started", map[string]any{"repo": s.o.Repo, "milestones": len(milestones), "task_file": s.o.TaskFile})
+	s.event(state.RunStartedEvent{Repo: s.o.Repo, Milestones: len(milestones), TaskFile: s.o.TaskFile})
 	if stop := s.preflight(ctx); stop != nil {
 		return s.finish(stop)
 	}
@@ -303,7 +303,7 @@ func (s *Supervisor) Continue(ctx context.Context, st *state.State) (*state.Stat
 		if stop := s.preflight(ctx); stop != nil {
 			return s.finish(stop)
 		}
-		s.event("run_resumed", map[string]any{"milestone": st.MilestoneIndex + 1, "phase": st.Phase, "preflight": true})
+		s.event(state.RunResumedEvent{Milestone: st.MilestoneIndex + 1, Phase: st.Phase, Preflight: true})
 		return s.loop(ctx)
 	}
 	if stop := s.checkDir(); stop != nil {
@@ -331,7 +331,7 @@ func (s *Supervisor) Continue(ctx context.Context, st *state.State) (*state.Stat
 	if stop := s.claim(ctx); stop != nil {
 		return s.finish(stop)
 	}
-	s.event("run_resumed", map[string]any{"milestone": st.MilestoneIndex + 1, "phase": st.Phase})
+	s.event(state.RunResumedEvent{Milestone: st.MilestoneIndex + 1, Phase: st.Phase})
 	return s.loop(ctx)
 }
 
@@ -565,7 +565,7 @@ func (s *Supervisor) ensureWorktree(ctx context.Context) *stop {
 	}
 	st.Worktree, st.Branch = wt, branch
 	s.dir = wt
-	s.event("worktree_created", map[string]any{"path": wt, "branch": branch})
+	s.event(state.WorktreeCreatedEvent{Path: wt, Branch: branch})
 	// Recorded at once: a resume after a crash here takes this worktree
 	// instead of making its branch again.
 	if err := s.save(); err != nil {
@@ -634,7 +634,7 @@ func (s *Supervisor) prepareAgent() *stop {
 		return &stop{Stop: stopreasons.Stop{Code: stopreasons.CodeOf(err), Message: err.Error()}}
 	}
 	if w := agents.BudgetWarning(a, b.MaxCostUSD, b.MaxTokens, priced); w != "" {
-		s.event("budget_warning", map[string]any{"message": w})
+		s.event(state.BudgetWarningEvent{Message: w})
 		if s.log != nil {
 			s.log.Warn(w)
 		}
@@ -730,22 +730,21 @@ func (s *Supervisor) elapsed() time.Duration {
 // reaches the timeline with the next write of state.json, after it: the
 // timeline never tells of an attempt, an approval or a commit that
 // state.json does not hold (DESIGN §2: persist, then timeline).
-func (s *Supervisor) event(typ string, data map[string]any) {
-	s.pending = append(s.pending, pendingEvent{typ: typ, tick: s.st.Tick, phase: s.st.Phase, data: data})
-	s.observe(typ, data)
+func (s *Supervisor) event(data state.EventData) {
+	s.pending = append(s.pending, pendingEvent{tick: s.st.Tick, phase: s.st.Phase, data: data})
+	s.observe(data)
 }
 
-func (s *Supervisor) observe(typ string, data map[string]any) {
+func (s *Supervisor) observe(data state.EventData) {
 	if s.o.Observer != nil {
-		s.o.Observer.Observe(Observation{RunID: s.st.RunID, Type: typ, Tick: s.st.Tick, Phase: s.st.Phase, Time: s.o.Now(), Data: data})
+		s.o.Observer.Observe(Observation{RunID: s.st.RunID, Tick: s.st.Tick, Phase: s.st.Phase, Time: s.o.Now(), Event: data})
 	}
 }
 
 type pendingEvent struct {
-	typ   string
 	tick  int
 	phase string
-	data  map[string]any
+	data  state.EventData
 }
 
 // flushEvents appends the recorded events to the timeline.
@@ -756,7 +755,7 @@ func (s *Supervisor) flushEvents() {
 		return
 	}
 	for _, e := range events {
-		if err := s.tl.Append(e.typ, e.tick, e.phase, e.data); err != nil && s.log != nil {
+		if err := s.tl.Record(e.tick, e.phase, e.data); err != nil && s.log != nil {
 			s.log.Warn("timeline append failed", zap.Error(err))
 		}
 	}
