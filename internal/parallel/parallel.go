@@ -651,7 +651,8 @@ func (c *coordinator) work(ctx context.Context, k int, j job, runID string, sign
 		}}
 	o.Progress = func(p supervisor.Progress) {
 		p.RunID, p.Worker = c.st.RunID, k
-		if p.Event == "tick" || p.Event == "tick_done" {
+		switch p.Msg.(type) {
+		case supervisor.ProgressTick, supervisor.ProgressTickDone:
 			c.mu.Lock()
 			c.slots[k-1].Phase = p.Phase
 			c.mu.Unlock()
@@ -1102,7 +1103,7 @@ func (c *coordinator) finish(sp *stopreasons.Stop) (*state.State, error) {
 		err = werr
 	}
 	c.store.ClearStopRequest(st.RunID)
-	c.o.Progress(supervisor.Progress{RunID: st.RunID, Event: "stop", Message: sp.Message, Milestones: len(st.Milestones)})
+	c.o.Progress(supervisor.Progress{RunID: st.RunID, Milestones: len(st.Milestones), Msg: supervisor.ProgressStop{Message: sp.Message}})
 	return st, err
 }
 
@@ -1169,7 +1170,7 @@ func (c *coordinator) save() error {
 
 // note tells whoever watches the run of a merge or a requeue.
 func (c *coordinator) note(msg string) {
-	c.o.Progress(supervisor.Progress{RunID: c.st.RunID, Event: "note", Message: msg, Milestones: len(c.st.Milestones)})
+	c.o.Progress(supervisor.Progress{RunID: c.st.RunID, Milestones: len(c.st.Milestones), Msg: supervisor.ProgressNote{Message: msg}})
 }
 
 // event appends to the run's timeline.

@@ -155,7 +155,7 @@ func (r *Runner) autoResume(ctx context.Context, o supervisor.Options, lock *sta
 			msg = fmt.Sprintf("auto-resume %d of %d: %s", done+1, cfg.Resume.MaxAutoResumes, d.Why)
 		}
 		appendEvent(store, st, ev)
-		progress(supervisor.Progress{RunID: st.RunID, Event: "wait", WaitingTill: until, ResetAt: d.ResetAt, Message: msg})
+		progress(supervisor.Progress{RunID: st.RunID, Msg: supervisor.ProgressWait{Until: until, ResetAt: d.ResetAt, Message: msg}})
 
 		if code, why := waitOrStop(store, o.Signals, st.RunID, until); code != "" {
 			sup := supervisor.New(o)

@@ -102,7 +102,7 @@ func (s *Supervisor) activity(a agents.Activity, tick int, phase string) {
 		// describe, and `runr logs --follow` shows it live.
 		s.tl.Record(tick, phase, state.ActivityEvent{Kind: string(a.Kind), Text: a.Text, Tool: a.Tool})
 	}
-	s.o.Progress(Progress{Event: "activity", Activity: &a})
+	s.o.Progress(Progress{Msg: ProgressActivity{a}})
 }
 
 // outputWatch keeps a copy of the latest non-blank output line.

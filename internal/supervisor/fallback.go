@@ -92,7 +92,7 @@ func (s *Supervisor) checkFallbacks() ([]PlanAgent, *stop) {
 			msg := fmt.Sprintf("%s (%s) cannot be used: %s; a switch to it is passed over", key, pa.ref(), sp.Message)
 			ref := pa.ref()
 			s.event(state.FallbackWarningEvent{Index: i, Agent: &ref, Message: msg})
-			s.o.Progress(Progress{RunID: s.st.RunID, Event: "warning", Message: msg})
+			s.o.Progress(Progress{RunID: s.st.RunID, Msg: ProgressWarning{Message: msg}})
 		default:
 			sp.Message = key + " (" + pa.ref().String() + "): " + sp.Message
 			sp.Condition = key
@@ -196,7 +196,7 @@ func (s *Supervisor) switchAgent(ctx context.Context, reason string, resetAt tim
 		st.AgentSwitches = append(st.AgentSwitches, sw)
 		s.sessionID, st.Usage.AgentSessionID = "", ""
 		s.event(state.AgentSwitchEvent{From: from, To: sw.To, Reason: reason, ResetAt: sw.ResetAt, Message: why, Index: i, PassedOver: passed})
-		s.o.Progress(Progress{RunID: st.RunID, Event: "warning", Message: sw.String()})
+		s.o.Progress(Progress{RunID: st.RunID, Msg: ProgressWarning{Message: sw.String()}})
 		return true
 	}
 	s.cfg, s.adapter, s.program, st.AgentIndex = cfg, adapter, program, fromIndex

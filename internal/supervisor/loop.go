@@ -77,7 +77,7 @@ func (s *Supervisor) ticks(ctx context.Context) *stop {
 		phase := st.Phase
 		s.sum = tickSummary{}
 		milestone := min(st.MilestoneIndex+1, len(st.Milestones))
-		s.report("tick", "")
+		s.report(ProgressTick{})
 		res := s.lostDir(s.tick(ctx, Phase(phase)))
 		if sp := s.apply(Phase(phase), res); sp != nil {
 			// A stop inside the tick still records how close every rule
@@ -288,7 +288,7 @@ func (s *Supervisor) finish(sp *stop) (*state.State, error) {
 	}
 	s.store.ClearStopRequest(st.RunID)
 	st.Uncommitted = uncommitted()
-	s.report("stop", sp.Message)
+	s.report(ProgressStop{Message: sp.Message})
 	return st, err
 }
 
@@ -357,9 +357,8 @@ func (s *Supervisor) tickData(phase string, res result) state.TickEvent {
 // reportTick reports the end of a tick with what it came to: the phase
 // that ran and the milestone it worked on.
 func (s *Supervisor) reportTick(phase string, milestone int, res result) {
-	p := s.progress("tick_done", "")
+	p := s.progress(ProgressTickDone{Outcome: outcomeText(res), Files: s.sum.files, Verify: s.sum.verify, VerifyTime: s.sum.verifyTime})
 	p.Phase, p.Milestone = phase, milestone
-	p.Outcome, p.Files, p.Verify, p.VerifyTime = outcomeText(res), s.sum.files, s.sum.verify, s.sum.verifyTime
 	s.o.Progress(p)
 }
 
@@ -375,14 +374,14 @@ func (s *Supervisor) closest() *state.ConditionProg {
 	return best
 }
 
-func (s *Supervisor) report(event, msg string) {
-	if event == "tick" {
+func (s *Supervisor) report(msg ProgressMsg) {
+	if _, ok := msg.(ProgressTick); ok {
 		s.observe(TickStarted{})
 	}
-	s.o.Progress(s.progress(event, msg))
+	s.o.Progress(s.progress(msg))
 }
 
-func (s *Supervisor) progress(event, msg string) Progress {
+func (s *Supervisor) progress(msg ProgressMsg) Progress {
 	st := s.st
 	p := Progress{
 		RunID:      st.RunID,
@@ -392,8 +391,7 @@ func (s *Supervisor) progress(event, msg string) Progress {
 		Milestones: len(st.Milestones),
 		Budget:     time.Duration(st.Budget.TimeMS) * time.Millisecond,
 		CostUSD:    st.Usage.CostUSD,
-		Event:      event,
-		Message:    msg,
+		Msg:        msg,
 	}
 	if !s.started.IsZero() {
 		p.Elapsed = s.elapsed()

@@ -98,7 +98,7 @@ func (s *Supervisor) prepareSandbox(ctx context.Context) *stop {
 		return sp
 	}
 	for _, w := range plan.Warnings {
-		s.o.Progress(Progress{RunID: s.st.RunID, Event: "warning", Message: w})
+		s.o.Progress(Progress{RunID: s.st.RunID, Msg: ProgressWarning{Message: w}})
 	}
 	if !plan.Confine {
 		return nil

@@ -94,34 +94,6 @@ type MilestoneNotifier interface {
 	MilestoneApproved(runID, runDir string, milestone int, goal string) error
 }
 
-// Progress is what the live line shows.
-type Progress struct {
-	RunID       string
-	Tick        int
-	Phase       string
-	Milestone   int // 1-based
-	Milestones  int
-	Elapsed     time.Duration
-	Budget      time.Duration
-	CostUSD     float64
-	Closest     *state.ConditionProg
-	Event       string // "tick" (a tick starts), "tick_done", "activity", "stop", "wait", "warning" (Message, said once)
-	Message     string
-	WaitingTill time.Time
-	ResetAt     time.Time // "wait": the limit's reset the wait runs to; zero for a backoff
-
-	// A tick_done says what the tick came to.
-	Outcome    string
-	Files      *FileCounts   // the changes of the tick's agent call
-	Verify     string        // "passed" or "failed", when the tick ran the checks
-	VerifyTime time.Duration // how long the checks took
-	// An activity is what the agent is doing now; only Event is set beside it.
-	Activity *agents.Activity
-	// Worker is the worker of a parallel run the progress is of (1-based);
-	// 0 for a sequential run and the parallel run's own events.
-	Worker int
-}
-
 // Supervisor runs one run.
 type Supervisor struct {
 	o       Options
