@@ -1178,7 +1178,7 @@ func (c *coordinator) event(data state.EventData) {
 	if c.tl == nil {
 		return
 	}
-	_ = c.tl.Record(c.st.Tick, c.st.Phase, data)
+	_ = c.tl.Append(c.st.Tick, c.st.Phase, data)
 }
 
 func short(sha string) string {

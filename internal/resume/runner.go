@@ -215,5 +215,5 @@ func appendEvent(store *state.Store, st *state.State, data state.EventData) {
 		return
 	}
 	defer tl.Close()
-	tl.Record(st.Tick, st.Phase, data)
+	tl.Append(st.Tick, st.Phase, data)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -18,6 +19,37 @@ import (
 // only some writers set, or only sometimes, is omitted when unset; a group
 // of fields set together (a tick's file counts) is an embedded pointer,
 // present or absent as one.
+
+// Event is one line of timeline.jsonl: {seq, ts, type, tick, phase, data}.
+// Its type is its data's.
+type Event struct {
+	Seq   int64
+	TS    time.Time
+	Tick  int
+	Phase string
+	Data  EventData
+}
+
+// Type is the event's "type" in timeline.jsonl.
+func (e Event) Type() string {
+	if e.Data == nil {
+		return ""
+	}
+	return e.Data.EventType()
+}
+
+// MarshalJSON writes the event as EncodeEvent does.
+func (e Event) MarshalJSON() ([]byte, error) { return EncodeEvent(e) }
+
+// UnmarshalJSON reads the event as DecodeEvent does.
+func (e *Event) UnmarshalJSON(line []byte) error {
+	ev, err := DecodeEvent(line)
+	if err != nil {
+		return err
+	}
+	*e = ev
+	return nil
+}
 
 // EventData is the data of one timeline event. A value decoded from the
 // timeline is one of the event types below, or an UnknownEvent for a type
@@ -126,12 +158,14 @@ type MilestoneFailedEvent struct {
 // TickEvent is the record of a tick as it ended: the phase that ran, what
 // comes next, and what it came to.
 type TickEvent struct {
-	Phase     string  `json:"phase"`
-	Next      string  `json:"next"`
-	Milestone int     `json:"milestone"` // the milestone the next tick works on
-	Iteration int     `json:"iteration"`
-	Outcome   string  `json:"outcome"`
-	CostUSD   float64 `json:"cost_usd"` // the run's, so far
+	Phase     string `json:"phase"`
+	Next      string `json:"next"`
+	Milestone int    `json:"milestone"` // the milestone the next tick works on
+	Iteration int    `json:"iteration"`
+	Outcome   string `json:"outcome"`
+	// CostUSD is the run's cost so far; nil in the ticks of a runr older
+	// than the figure (and its outcome).
+	CostUSD *float64 `json:"cost_usd,omitempty"`
 	*TickFiles
 	*TickVerify
 	*TickCall
@@ -436,8 +470,9 @@ var eventDecoders = decoders(
 	decoder[WarningEvent](),
 )
 
+// eventDecoder decodes the data of one event type, typ.
 type eventDecoder struct {
-	name   string
+	typ    reflect.Type
 	decode func(data []byte) (EventData, error)
 }
 
@@ -445,8 +480,7 @@ type eventDecoder struct {
 // (a damaged or hand-edited file) is left at its zero value, as the other
 // fields are read: a reader shows what it can of such an event.
 func decoder[T EventData]() eventDecoder {
-	var zero T
-	return eventDecoder{name: zero.EventType(), decode: func(data []byte) (EventData, error) {
+	return eventDecoder{typ: reflect.TypeFor[T](), decode: func(data []byte) (EventData, error) {
 		var v T
 		err := json.Unmarshal(data, &v)
 		if _, wrongType := errors.AsType[*json.UnmarshalTypeError](err); err != nil && !wrongType {
@@ -456,13 +490,14 @@ func decoder[T EventData]() eventDecoder {
 	}}
 }
 
-func decoders(list ...eventDecoder) map[string]func([]byte) (EventData, error) {
-	m := make(map[string]func([]byte) (EventData, error), len(list))
+func decoders(list ...eventDecoder) map[string]eventDecoder {
+	m := make(map[string]eventDecoder, len(list))
 	for _, d := range list {
-		if _, dup := m[d.name]; dup {
-			panic("state: two timeline events named " + d.name)
+		name := reflect.Zero(d.typ).Interface().(EventData).EventType()
+		if _, dup := m[name]; dup {
+			panic("state: two timeline events named " + name)
 		}
-		m[d.name] = d.decode
+		m[name] = d
 	}
 	return m
 }
@@ -477,13 +512,13 @@ type eventLine struct {
 	Data  any       `json:"data,omitempty"`
 }
 
-// encodeEvent is the line of timeline.jsonl of an event, without its
-// newline. Its data must be one of the event types of this file (or an
-// UnknownEvent, written back as it was read): an event the timeline cannot
-// give back as its own type is an error.
-func encodeEvent(seq int64, ts time.Time, tick int, phase string, data EventData) ([]byte, error) {
-	line := eventLine{Seq: seq, TS: ts, Tick: tick, Phase: phase}
-	switch d := data.(type) {
+// EncodeEvent is ev's line of timeline.jsonl, without its newline. Its
+// data must be one of the event types of this file (or an UnknownEvent,
+// written back as it was read): an event the timeline could not give back
+// as its own type is an error.
+func EncodeEvent(ev Event) ([]byte, error) {
+	line := eventLine{Seq: ev.Seq, TS: ev.TS, Tick: ev.Tick, Phase: ev.Phase}
+	switch d := ev.Data.(type) {
 	case nil:
 		return nil, errors.New("timeline event without data")
 	case UnknownEvent:
@@ -493,7 +528,7 @@ func encodeEvent(seq int64, ts time.Time, tick int, phase string, data EventData
 		}
 	default:
 		line.Type = d.EventType()
-		if _, ok := eventDecoders[line.Type]; !ok {
+		if dec, ok := eventDecoders[line.Type]; !ok || reflect.TypeOf(d) != dec.typ {
 			return nil, fmt.Errorf("%T is not a timeline event", d)
 		}
 		line.Data = d
@@ -501,25 +536,49 @@ func encodeEvent(seq int64, ts time.Time, tick int, phase string, data EventData
 	return json.Marshal(line)
 }
 
-// decodeData decodes the data of an event of type typ. An event of a type
-// this runr does not know is an UnknownEvent, and fields it does not know
-// are passed over, so the timeline of a newer or an older runr reads
-// without error. Data left out or null is the type's zero value; data
-// that is not an object is an error.
+// DecodeEvent reads one line of timeline.jsonl. An event of a type this
+// runr does not know is an UnknownEvent, and fields it does not know are
+// passed over, so the timeline of a newer or an older runr reads without
+// error. A line that is not an event is an error: not JSON, a field of the
+// wrong type outside the data, no seq, data that is not an object.
+func DecodeEvent(line []byte) (Event, error) {
+	var h EventHead
+	if err := json.Unmarshal(line, &h); err != nil {
+		return Event{}, err
+	}
+	if h.Seq <= 0 {
+		return Event{}, errors.New("event without a seq")
+	}
+	return h.Decode()
+}
+
+// Decode decodes the data of the event h is the head of, as DecodeEvent
+// does: a reader that decoded only the heads of a timeline decodes in full
+// the events it needs.
+func (h EventHead) Decode() (Event, error) {
+	data, err := decodeData(h.Type, h.Data)
+	if err != nil {
+		return Event{}, err
+	}
+	return Event{Seq: h.Seq, TS: h.TS, Tick: h.Tick, Phase: h.Phase, Data: data}, nil
+}
+
+// decodeData decodes the data of an event of type typ, as DecodeEvent
+// says. Data left out or null is the type's zero value.
 func decodeData(typ string, data json.RawMessage) (EventData, error) {
 	data = bytes.TrimSpace(data)
 	isNull := len(data) == 0 || string(data) == "null"
 	if !isNull && data[0] != '{' {
 		return nil, fmt.Errorf("the data of a %q event is not an object", typ)
 	}
-	decode, known := eventDecoders[typ]
+	dec, known := eventDecoders[typ]
 	switch {
 	case !known && isNull:
 		return UnknownEvent{Type: typ}, nil
 	case !known:
 		return UnknownEvent{Type: typ, Data: bytes.Clone(data)}, nil
 	case isNull:
-		return decode([]byte("{}"))
+		return dec.decode([]byte("{}"))
 	}
-	return decode(data)
+	return dec.decode(data)
 }

@@ -59,7 +59,7 @@ var fullEvents = []eventCase{
 	{MilestoneFailedEvent{Worker: 2, Milestone: 3, Retries: 4, Code: "merge_conflict", Files: []string{"a.go"}},
 		`{"worker":2,"milestone":3,"retries":4,"code":"merge_conflict","files":["a.go"]}`,
 		[]string{"milestone"}},
-	{TickEvent{Phase: "verify", Next: "implement", Milestone: 1, Iteration: 3, Outcome: "verify failed", CostUSD: 1.5,
+	{TickEvent{Phase: "verify", Next: "implement", Milestone: 1, Iteration: 3, Outcome: "verify failed", CostUSD: ptr(1.5),
 		TickFiles:  &TickFiles{Added: 1, Modified: 2, Deleted: 3},
 		TickVerify: &TickVerify{Verify: "failed", VerifyMS: 1200},
 		TickCall: &TickCall{Model: "claude-sonnet-4-5", InputTokens: 10, OutputTokens: 20, CacheReadTokens: 30, CacheWriteTokens: 40,
@@ -69,7 +69,7 @@ var fullEvents = []eventCase{
 		 "added":1,"modified":2,"deleted":3,"verify":"failed","verify_ms":1200,
 		 "model":"claude-sonnet-4-5","input_tokens":10,"output_tokens":20,"cache_read_tokens":30,"cache_write_tokens":40,
 		 "call_cost_usd":0.5,"cost_source":"reported","closest":"noop 67%"}`,
-		[]string{"phase", "next", "milestone", "iteration", "outcome", "cost_usd"}},
+		[]string{"phase", "next", "milestone", "iteration", "outcome"}},
 	{AutoResumeEvent{Attempt: 1, Max: 3, Reason: "worker_rate_limited", WaitMS: 61000, Until: "2026-11-21T23:01:18.5Z",
 		AutoResumeLimit: &AutoResumeLimit{ResetAt: "2026-11-21T23:01:00Z", LimitKind: "rate", JitterMS: 18500, JitterSeed: 1<<63 + 7}},
 		`{"attempt":1,"max":3,"reason":"worker_rate_limited","wait_ms":61000,"until":"2026-11-21T23:01:18.5Z",
@@ -157,7 +157,7 @@ func TestEventRoundTrip(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, c.ev, got, "decoded from the line earlier versions wrote")
 
-			line, err := encodeEvent(7, time.Date(2026, 11, 21, 23, 0, 17, 0, time.UTC), 3, PhaseVerify, c.ev)
+			line, err := EncodeEvent(Event{Seq: 7, TS: time.Date(2026, 11, 21, 23, 0, 17, 0, time.UTC), Tick: 3, Phase: PhaseVerify, Data: c.ev})
 			require.NoError(t, err)
 			var out struct {
 				Type string          `json:"type"`
@@ -179,7 +179,7 @@ func TestEventZeroValueKeys(t *testing.T) {
 	for _, c := range fullEvents {
 		typ := c.ev.EventType()
 		zero := reflect.Zero(reflect.TypeOf(c.ev)).Interface().(EventData)
-		line, err := encodeEvent(1, time.Time{}, 0, "", zero)
+		line, err := EncodeEvent(Event{Seq: 1, Data: zero})
 		require.NoError(t, err)
 		var out struct {
 			Data map[string]json.RawMessage `json:"data"`
@@ -224,20 +224,34 @@ func TestEventDecodeUnknown(t *testing.T) {
 	got, err := decodeData("phase_ended", json.RawMessage(`{"exit_code":1,"command":"go test"}`))
 	require.NoError(t, err)
 	assert.Equal(t, UnknownEvent{Type: "phase_ended", Data: json.RawMessage(`{"exit_code":1,"command":"go test"}`)}, got)
-	line, err := encodeEvent(1, time.Time{}, 0, "", got)
+	line, err := EncodeEvent(Event{Seq: 1, Data: got})
 	require.NoError(t, err)
 	assert.Contains(t, string(line), `"type":"phase_ended","tick":0,"data":{"exit_code":1,"command":"go test"}`, "written back as read")
 
 	got, err = decodeData("no_data", nil)
 	require.NoError(t, err)
 	assert.Equal(t, UnknownEvent{Type: "no_data"}, got)
-	line, err = encodeEvent(1, time.Time{}, 0, "", got)
+	line, err = EncodeEvent(Event{Seq: 1, Data: got})
 	require.NoError(t, err)
 	assert.NotContains(t, string(line), `"data"`)
 
 	got, err = decodeData("stop", json.RawMessage(`{"code":"timeout","exit_code":124,"from_a_newer_runr":{"x":[1]}}`))
 	require.NoError(t, err)
 	assert.Equal(t, StopEvent{Code: "timeout", ExitCode: 124}, got)
+}
+
+// A tick an older runr recorded, before a tick said what it came to and
+// what the run had spent, reads with neither.
+func TestEventDecodeOlderTick(t *testing.T) {
+	got, err := DecodeEvent([]byte(`{"seq":4,"ts":"2026-11-21T23:00:17Z","type":"tick","tick":2,"phase":"verify",` +
+		`"data":{"phase":"implement","next":"verify","milestone":1,"iteration":2}}`))
+	require.NoError(t, err)
+	assert.Equal(t, Event{Seq: 4, TS: time.Date(2026, 11, 21, 23, 0, 17, 0, time.UTC), Tick: 2, Phase: PhaseVerify,
+		Data: TickEvent{Phase: PhaseImplement, Next: PhaseVerify, Milestone: 1, Iteration: 2}}, got)
+	line, err := EncodeEvent(got)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"seq":4,"ts":"2026-11-21T23:00:17Z","type":"tick","tick":2,"phase":"verify",`+
+		`"data":{"phase":"implement","next":"verify","milestone":1,"iteration":2,"outcome":""}}`, string(line))
 }
 
 // A field of the wrong type (a damaged file) is left at its zero value and
@@ -264,9 +278,11 @@ func TestEventDecodeDamaged(t *testing.T) {
 // The timeline takes only its own event types: a type it could not give
 // back as itself is refused.
 func TestEventEncodeRefusesForeignTypes(t *testing.T) {
-	_, err := encodeEvent(1, time.Time{}, 0, "", foreignEvent{})
+	_, err := EncodeEvent(Event{Seq: 1, Data: foreignEvent{}})
 	assert.ErrorContains(t, err, "is not a timeline event")
-	_, err = encodeEvent(1, time.Time{}, 0, "", nil)
+	_, err = EncodeEvent(Event{Seq: 1, Data: &TickEvent{}})
+	assert.ErrorContains(t, err, "is not a timeline event", "read back, it would be a TickEvent")
+	_, err = EncodeEvent(Event{Seq: 1, Data: nil})
 	assert.Error(t, err)
 }
 

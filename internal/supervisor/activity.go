@@ -100,7 +100,7 @@ func (s *Supervisor) activity(a agents.Activity, tick int, phase string) {
 		// Appended as it happens, not held for the next state.json: an
 		// activity is a record of the call, which state.json does not
 		// describe, and `runr logs --follow` shows it live.
-		s.tl.Record(tick, phase, state.ActivityEvent{Kind: string(a.Kind), Text: a.Text, Tool: a.Tool})
+		s.tl.Append(tick, phase, state.ActivityEvent{Kind: string(a.Kind), Text: a.Text, Tool: a.Tool})
 	}
 	s.o.Progress(Progress{Msg: ProgressActivity{a}})
 }

@@ -336,8 +336,9 @@ func outcomeText(res result) string {
 // and what it came to.
 func (s *Supervisor) tickData(phase string, res result) state.TickEvent {
 	st := s.st
+	cost := st.Usage.CostUSD
 	d := state.TickEvent{Phase: phase, Next: st.Phase, Milestone: st.MilestoneIndex + 1, Iteration: st.Iteration,
-		Outcome: outcomeText(res), CostUSD: st.Usage.CostUSD}
+		Outcome: outcomeText(res), CostUSD: &cost}
 	if f := s.sum.files; f != nil {
 		d.TickFiles = &state.TickFiles{Added: f.Added, Modified: f.Modified, Deleted: f.Deleted}
 	}

@@ -26,7 +26,7 @@ func (s *Supervisor) RecoverCrash(st *state.State) (bool, error) {
 	if p := st.AgentProcess; p != nil {
 		detected.CrashedProcess = &state.CrashedProcess{PID: p.PID, PGID: p.PGID, Phase: p.Phase, Argv0: p.Argv0}
 	}
-	tl.Record(st.Tick, st.Phase, detected)
+	tl.Append(st.Tick, st.Phase, detected)
 
 	stopped := false
 	var recovered state.CrashRecoveredEvent
@@ -35,7 +35,7 @@ func (s *Supervisor) RecoverCrash(st *state.State) (bool, error) {
 	if call, ok := recoverCallUsage(st, s.recoveredAgent(st)); ok {
 		ev := state.AgentCallEvent{Call: call, Interrupted: true}
 		recovered.CallUsageAdded = &ev
-		tl.Record(st.Tick, st.Phase, ev)
+		tl.Append(st.Tick, st.Phase, ev)
 	}
 	if p := st.AgentProcess; p != nil {
 		stopped, err = proc.StopRecorded(proc.Proc{PID: p.PID, PGID: p.PGID, StartTime: p.StartTime}, s.cfg.Agent.KillGrace)
@@ -63,7 +63,7 @@ func (s *Supervisor) RecoverCrash(st *state.State) (bool, error) {
 	if err := s.store.Save(st); err != nil {
 		return stopped, err
 	}
-	tl.Record(st.Tick, st.Phase, recovered)
+	tl.Append(st.Tick, st.Phase, recovered)
 	return stopped, nil
 }
 

@@ -727,7 +727,7 @@ func (s *Supervisor) flushEvents() {
 		return
 	}
 	for _, e := range events {
-		if err := s.tl.Record(e.tick, e.phase, e.data); err != nil && s.log != nil {
+		if err := s.tl.Append(e.tick, e.phase, e.data); err != nil && s.log != nil {
 			s.log.Warn("timeline append failed", zap.Error(err))
 		}
 	}
