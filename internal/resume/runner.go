@@ -22,8 +22,8 @@ type Runner struct {
 	// Supervisor configures the supervisor of every continuation. Its Store,
 	// Signals and Progress serve the auto-resume wait too: a signal or a
 	// `runr stop` during the wait ends the run, and the wait is reported as
-	// a Progress with Event "wait". Continue fills in Config, Flags, task and
-	// Repo from the plan.
+	// a Progress whose message is a supervisor.ProgressWait. Continue fills
+	// in Config, Flags, task and Repo from the plan.
 	Supervisor supervisor.Options
 	// Auto continues after an auto-resumable stop (--auto-resume).
 	Auto bool
