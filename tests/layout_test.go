@@ -29,7 +29,7 @@ var allowedImports = map[string][]string{
 	"rulestate":      {"state", "stopconditions"},
 	"task":           {},
 	"watch":          {"report", "state", "stopconditions", "rulestate"},
-	"telemetry":      {"supervisor"},
+	"telemetry":      {"supervisor", "state"},
 	"proc":           {},
 	"stopreasons":    {},
 	"termtext":       {},

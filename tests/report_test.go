@@ -19,7 +19,7 @@ func ledger(t *testing.T, runDir string) []map[string]any {
 	t.Helper()
 	var calls []map[string]any
 	for _, ev := range timelineEvents(t, runDir) {
-		if ev["type"] == state.AgentCallEvent {
+		if ev["type"] == (state.AgentCallEvent{}).EventType() {
 			data, _ := ev["data"].(map[string]any)
 			require.NotNil(t, data, "an agent_call event has data: %v", ev)
 			calls = append(calls, data)

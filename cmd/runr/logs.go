@@ -121,10 +121,10 @@ func logsRun(opts *LogsOptions) error {
 	poll := func() error {
 		err := follower.Poll(func(ev state.Event) error {
 			tr.Event(ev)
-			switch ev.Type {
-			case "stop":
+			switch ev.Data.(type) {
+			case state.StopEvent:
 				stopped = true
-			case "run_started", "run_resumed":
+			case state.RunStartedEvent, state.RunResumedEvent:
 				stopped = false
 			}
 			return tr.Err()

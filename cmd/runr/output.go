@@ -98,7 +98,7 @@ func (l *liveLine) refresh() {
 				continue
 			}
 			l.mu.Lock()
-			if l.drawn > 0 && l.last.Event != "stop" {
+			if l.drawn > 0 && !stopped(l.last) {
 				l.draw()
 				drawn = now
 			}
@@ -133,100 +133,121 @@ func (l *liveLine) activity() string {
 }
 
 func (l *liveLine) update(p supervisor.Progress) {
-	if p.Event == "warning" {
+	switch m := p.Msg.(type) {
+	case supervisor.ProgressWarning:
 		// A warning is said whatever the progress shows (--quiet too).
 		l.mu.Lock()
 		if l.io.ErrTTY {
 			l.clear()
 		}
-		fmt.Fprintf(l.io.Err, "runr: warning: %s\n", termtext.VisibleLine(p.Message))
-		if l.io.ErrTTY && !l.off && l.last.Event != "" {
+		fmt.Fprintf(l.io.Err, "runr: warning: %s\n", termtext.VisibleLine(m.Message))
+		if l.io.ErrTTY && !l.off && l.last.Msg != nil {
 			l.draw()
 		}
 		l.mu.Unlock()
+	case supervisor.ProgressNote:
+		if !l.off {
+			l.news(m.Message)
+		}
+	case supervisor.ProgressActivity:
+		if !l.off {
+			l.showActivity(p.Worker, m.Activity)
+		}
+	default:
+		if !l.off {
+			l.status(p)
+		}
+	}
+}
+
+// news says a parallel run's own news (a milestone merged or requeued): a
+// line of its own, on a terminal above the live line.
+func (l *liveLine) news(msg string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.io.ErrTTY {
+		l.clear()
+	}
+	fmt.Fprintf(l.io.Err, "runr: %s\n", termtext.VisibleLine(msg))
+	if l.io.ErrTTY && l.last.Msg != nil {
+		l.draw()
+	}
+}
+
+// showActivity shows what the agent (of worker, in a parallel run) is
+// doing: on a terminal below the status, else one line per thing it did.
+func (l *liveLine) showActivity(worker int, a agents.Activity) {
+	text := activityText(a)
+	if l.io.ErrTTY && worker > 0 {
+		l.actMu.Lock()
+		if l.wact == nil {
+			l.wact = map[int]string{}
+		}
+		l.wact[worker], l.fresh = text, true
+		l.actMu.Unlock()
 		return
 	}
-	if l.off {
+	if l.io.ErrTTY {
+		l.setActivity(text)
 		return
 	}
-	if p.Event == "note" {
-		// A parallel run's own news (a milestone merged or requeued): a
-		// line of its own, on a terminal above the live line.
+	if a.Kind != agents.ActivityOutput {
+		if worker > 0 {
+			text = fmt.Sprintf("worker %d: %s", worker, text)
+		}
 		l.mu.Lock()
-		if l.io.ErrTTY {
-			l.clear()
-		}
-		fmt.Fprintf(l.io.Err, "runr: %s\n", termtext.VisibleLine(p.Message))
-		if l.io.ErrTTY && l.last.Event != "" {
-			l.draw()
-		}
+		fmt.Fprintln(l.io.Err, "runr:   "+text)
 		l.mu.Unlock()
-		return
 	}
-	if p.Event == "activity" {
-		if p.Activity == nil {
-			return
-		}
-		text := activityText(*p.Activity)
-		if l.io.ErrTTY && p.Worker > 0 {
-			l.actMu.Lock()
-			if l.wact == nil {
-				l.wact = map[int]string{}
-			}
-			l.wact[p.Worker], l.fresh = text, true
-			l.actMu.Unlock()
-			return
-		}
-		if l.io.ErrTTY {
-			l.setActivity(text)
-			return
-		}
-		if p.Activity.Kind != agents.ActivityOutput {
-			if p.Worker > 0 {
-				text = fmt.Sprintf("worker %d: %s", p.Worker, text)
-			}
-			l.mu.Lock()
-			fmt.Fprintln(l.io.Err, "runr:   "+text)
-			l.mu.Unlock()
-		}
-		return
-	}
+}
+
+// status takes the progress that moves the status line: a tick started or
+// ended, the run stopped, an auto-resume wait.
+func (l *liveLine) status(p supervisor.Progress) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.io.ErrTTY && p.Worker > 0 {
 		l.updateWorker(p)
 		return
 	}
-	if p.Event == "stop" {
-		l.workers = nil
-	}
-	switch p.Event {
-	case "tick_done":
+	switch m := p.Msg.(type) {
+	case supervisor.ProgressTickDone:
 		if l.io.ErrTTY {
 			l.clear()
-			fmt.Fprintln(l.io.Err, fit(tickLine(p), l.io.ErrWidth()))
+			fmt.Fprintln(l.io.Err, fit(tickLine(p, m), l.io.ErrWidth()))
 			l.setActivity("")
 			l.last, l.at = p, time.Now()
-			l.last.Event = "tick"
+			l.last.Msg = supervisor.ProgressTick{}
 			l.draw()
 		} else {
-			fmt.Fprintln(l.io.Err, "runr: "+tickLine(p))
+			fmt.Fprintln(l.io.Err, "runr: "+tickLine(p, m))
 		}
 		return
+	case supervisor.ProgressStop:
+		l.workers = nil
 	}
 	prev := l.last
 	l.last, l.at = p, time.Now()
+	_, tick := p.Msg.(supervisor.ProgressTick)
 	if l.io.ErrTTY {
-		if p.Event == "tick" && p.Tick != prev.Tick {
+		if tick && p.Tick != prev.Tick {
 			l.setActivity("")
 		}
 		l.draw()
 		return
 	}
 	// Not a terminal: one line when a tick starts, nothing on redraws.
-	if p.Event == "tick" && (p.Tick != prev.Tick || p.Worker != prev.Worker) || p.Event == "wait" && p.WaitingTill != prev.WaitingTill {
+	wait, waiting := p.Msg.(supervisor.ProgressWait)
+	prevWait, _ := prev.Msg.(supervisor.ProgressWait)
+	if tick && (p.Tick != prev.Tick || p.Worker != prev.Worker) || waiting && wait.Until != prevWait.Until {
 		fmt.Fprintln(l.io.Err, "runr: "+l.text(p))
 	}
+}
+
+// stopped says whether p is the progress of a stop.
+func stopped(p supervisor.Progress) bool {
+	_, ok := p.Msg.(supervisor.ProgressStop)
+	return ok
 }
 
 // updateWorker takes a worker's progress on a terminal: its line is
@@ -238,26 +259,27 @@ func (l *liveLine) updateWorker(p supervisor.Progress) {
 	}
 	k := p.Worker
 	prev, had := l.workers[k]
-	fresh := p.Event == "tick_done" || p.Event == "stop" || !had || prev.p.Tick != p.Tick
+	_, ended := p.Msg.(supervisor.ProgressTickDone)
+	fresh := ended || stopped(p) || !had || prev.p.Tick != p.Tick
 	if fresh {
 		l.actMu.Lock()
 		delete(l.wact, k)
 		l.actMu.Unlock()
 	}
-	switch p.Event {
-	case "tick_done":
+	switch m := p.Msg.(type) {
+	case supervisor.ProgressTickDone:
 		l.clear()
-		fmt.Fprintln(l.io.Err, fit(tickLine(p), l.io.ErrWidth()))
-		p.Event = "tick"
+		fmt.Fprintln(l.io.Err, fit(tickLine(p, m), l.io.ErrWidth()))
+		p.Msg = supervisor.ProgressTick{}
 		l.workers[k] = workerView{p: p, at: time.Now()}
-	case "stop":
+	case supervisor.ProgressStop:
 		delete(l.workers, k)
 	default:
 		l.workers[k] = workerView{p: p, at: time.Now()}
 	}
-	if l.last.Event == "" || l.last.Event == "stop" {
+	if l.last.Msg == nil || stopped(l.last) {
 		// The run's own line: the refresh loop redraws while it is set.
-		l.last = supervisor.Progress{RunID: p.RunID, Event: "tick", Milestones: p.Milestones}
+		l.last = supervisor.Progress{RunID: p.RunID, Milestones: p.Milestones, Msg: supervisor.ProgressTick{}}
 	}
 	l.draw()
 }
@@ -317,7 +339,7 @@ func (l *liveLine) draw() {
 		return
 	}
 	p := l.last
-	if p.Elapsed > 0 && p.Event != "stop" {
+	if p.Elapsed > 0 && !stopped(p) {
 		p.Elapsed += time.Since(l.at)
 	}
 	width := l.io.ErrWidth()
@@ -348,14 +370,14 @@ func (l *liveLine) clear() {
 }
 
 func (l *liveLine) text(p supervisor.Progress) string {
-	if p.Event == "wait" {
-		left := time.Until(p.WaitingTill)
-		if !p.ResetAt.IsZero() {
+	if w, ok := p.Msg.(supervisor.ProgressWait); ok {
+		left := time.Until(w.Until)
+		if !w.ResetAt.IsZero() {
 			// A wait for a limit's reset: the message says which limit
 			// resets when; the countdown runs to the end of the wait.
-			return fmt.Sprintf("%s (in %s); resuming then", termtext.VisibleLine(p.Message), resume.Countdown(left))
+			return fmt.Sprintf("%s (in %s); resuming then", termtext.VisibleLine(w.Message), resume.Countdown(left))
 		}
-		return fmt.Sprintf("auto-resume in %s · %s", left.Round(time.Second), termtext.VisibleLine(p.Message))
+		return fmt.Sprintf("auto-resume in %s · %s", left.Round(time.Second), termtext.VisibleLine(w.Message))
 	}
 	parts := []string{
 		fmt.Sprintf("tick %d", p.Tick),
@@ -382,13 +404,13 @@ func (l *liveLine) text(p supervisor.Progress) string {
 // tickLine is the line after a tick: what it worked on and came to, the
 // files its agent call changed, the checks, the cost so far and the stop
 // rule closest to firing.
-func tickLine(p supervisor.Progress) string {
-	outcome := termtext.VisibleLine(p.Outcome)
-	if p.Verify != "" {
-		if strings.HasPrefix(p.Outcome, "verify ") {
-			outcome += " in " + roundDuration(p.VerifyTime)
+func tickLine(p supervisor.Progress, d supervisor.ProgressTickDone) string {
+	outcome := termtext.VisibleLine(d.Outcome)
+	if d.Verify != "" {
+		if strings.HasPrefix(d.Outcome, "verify ") {
+			outcome += " in " + roundDuration(d.VerifyTime)
 		} else {
-			outcome += fmt.Sprintf(" (verify %s in %s)", termtext.VisibleLine(p.Verify), roundDuration(p.VerifyTime))
+			outcome += fmt.Sprintf(" (verify %s in %s)", termtext.VisibleLine(d.Verify), roundDuration(d.VerifyTime))
 		}
 	}
 	parts := []string{
@@ -400,7 +422,7 @@ func tickLine(p supervisor.Progress) string {
 	if p.Worker > 0 {
 		parts = append([]string{fmt.Sprintf("worker %d", p.Worker)}, parts...)
 	}
-	if f := p.Files; f != nil {
+	if f := d.Files; f != nil {
 		parts = append(parts, fmt.Sprintf("files +%d ~%d -%d", f.Added, f.Modified, f.Deleted))
 	}
 	parts = append(parts, fmt.Sprintf("$%.2f", p.CostUSD))

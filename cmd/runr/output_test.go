@@ -19,9 +19,9 @@ import (
 func TestLiveLineTextIsVisible(t *testing.T) {
 	var errOut bytes.Buffer
 	l := newLiveLine(&IOStreams{Err: &errOut}, false)
-	l.update(supervisor.Progress{Event: "tick", Tick: 1, Phase: "implement", Milestone: 1, Milestones: 1,
+	l.update(supervisor.Progress{Msg: supervisor.ProgressTick{}, Tick: 1, Phase: "implement", Milestone: 1, Milestones: 1,
 		Closest: &state.ConditionProg{Name: "custom\x1b[2J", Progress: 0.5}})
-	l.update(supervisor.Progress{Event: "wait", WaitingTill: time.Now().Add(time.Minute), Message: "limit\x1b]0;pwned\x07\nnext"})
+	l.update(supervisor.Progress{Msg: supervisor.ProgressWait{Until: time.Now().Add(time.Minute), Message: "limit\x1b]0;pwned\x07\nnext"}})
 	l.done()
 	out := errOut.String()
 	assert.NotContains(t, out, "\x1b")
@@ -60,8 +60,8 @@ func TestLiveLineResetCountdown(t *testing.T) {
 	var errOut bytes.Buffer
 	l := newLiveLine(&IOStreams{Err: &errOut}, false)
 	until := time.Now().Add(2*time.Minute + 14*time.Second + 500*time.Millisecond)
-	p := supervisor.Progress{Event: "wait", WaitingTill: until, ResetAt: until,
-		Message: "auto-resume 1 of 3: rate limit (usage_window) resets at 01:21"}
+	p := supervisor.Progress{Msg: supervisor.ProgressWait{Until: until, ResetAt: until,
+		Message: "auto-resume 1 of 3: rate limit (usage_window) resets at 01:21"}}
 	l.update(p)
 	l.update(p)
 	l.declined(nil, resume.Decision{Why: "the agent hit a spend cap"})
@@ -88,11 +88,11 @@ func TestLiveLineWorkers(t *testing.T) {
 	var tty bytes.Buffer
 	l := &liveLine{io: &IOStreams{Err: &tty, ErrTTY: true}, stopc: make(chan struct{})}
 	tick := func(k, m int, phase string) supervisor.Progress {
-		return supervisor.Progress{RunID: "r1", Worker: k, Event: "tick", Tick: 1, Phase: phase, Milestone: m, Milestones: 3}
+		return supervisor.Progress{RunID: "r1", Worker: k, Msg: supervisor.ProgressTick{}, Tick: 1, Phase: phase, Milestone: m, Milestones: 3}
 	}
 	l.update(tick(1, 1, "implement"))
 	l.update(tick(2, 2, "implement"))
-	l.update(supervisor.Progress{Worker: 2, Event: "activity", Activity: &agents.Activity{Kind: agents.ActivityTool, Tool: "Edit", Text: "b.go"}})
+	l.update(supervisor.Progress{Worker: 2, Msg: supervisor.ProgressActivity{Activity: agents.Activity{Kind: agents.ActivityTool, Tool: "Edit", Text: "b.go"}}})
 	tty.Reset()
 	l.mu.Lock()
 	l.draw()
@@ -106,10 +106,10 @@ func TestLiveLineWorkers(t *testing.T) {
 
 	tty.Reset()
 	done := tick(1, 1, "implement")
-	done.Event, done.Outcome = "tick_done", "agent done"
+	done.Msg = supervisor.ProgressTickDone{Outcome: "agent done"}
 	l.update(done)
 	assert.Contains(t, tty.String(), "worker 1 · tick 1 · milestone 1/3 · implement · agent done")
-	l.update(supervisor.Progress{RunID: "r1", Worker: 1, Event: "stop"})
+	l.update(supervisor.Progress{RunID: "r1", Worker: 1, Msg: supervisor.ProgressStop{}})
 	tty.Reset()
 	l.mu.Lock()
 	l.draw()
@@ -123,7 +123,7 @@ func TestLiveLineWorkers(t *testing.T) {
 	p := newLiveLine(&IOStreams{Err: &plain}, false)
 	p.update(tick(1, 1, "implement"))
 	p.update(tick(2, 2, "implement"))
-	p.update(supervisor.Progress{Worker: 2, Event: "activity", Activity: &agents.Activity{Kind: agents.ActivityTool, Tool: "Edit", Text: "b.go"}})
+	p.update(supervisor.Progress{Worker: 2, Msg: supervisor.ProgressActivity{Activity: agents.Activity{Kind: agents.ActivityTool, Tool: "Edit", Text: "b.go"}}})
 	p.done()
 	assert.Contains(t, plain.String(), "runr: worker 1 · tick 1 · implement · milestone 1/3")
 	assert.Contains(t, plain.String(), "runr: worker 2 · tick 1 · implement · milestone 2/3")

@@ -17,7 +17,7 @@ func TestSandboxWarningIsSaidEvenQuiet(t *testing.T) {
 	for _, quiet := range []bool{false, true} {
 		var errOut bytes.Buffer
 		l := newLiveLine(&IOStreams{Err: &errOut}, quiet)
-		l.update(supervisor.Progress{Event: "warning", Message: "sandbox: no Landlock\x1b[2J"})
+		l.update(supervisor.Progress{Msg: supervisor.ProgressWarning{Message: "sandbox: no Landlock\x1b[2J"}})
 		l.done()
 		assert.Equal(t, "runr: warning: sandbox: no Landlock\\x1b[2J\n", errOut.String(), "quiet=%v", quiet)
 	}

@@ -174,7 +174,7 @@ func Run(ctx context.Context, o Options) (*state.State, error) {
 		return c.finish(internalStop(err))
 	}
 	defer c.tl.Close()
-	c.event("run_started", map[string]any{"repo": so.Repo, "milestones": len(st.Milestones), "task_file": so.TaskFile, "workers": n})
+	c.event(state.RunStartedEvent{Repo: so.Repo, Milestones: len(st.Milestones), TaskFile: so.TaskFile, Workers: n})
 	if sp := c.prepare(ctx); sp != nil {
 		return c.finish(sp)
 	}
@@ -209,7 +209,7 @@ func Continue(ctx context.Context, o Options, st *state.State) (*state.State, er
 	if sp := c.recover(ctx); sp != nil {
 		return c.finish(sp)
 	}
-	c.event("run_resumed", map[string]any{"milestone": st.MilestoneIndex + 1, "workers": len(c.slots)})
+	c.event(state.RunResumedEvent{Milestone: st.MilestoneIndex + 1, Workers: len(c.slots)})
 	if err := c.save(); err != nil {
 		return c.finish(internalStop(err))
 	}
@@ -363,7 +363,7 @@ func (c *coordinator) prepare(ctx context.Context) *stopreasons.Stop {
 	p.Base, p.Integration, p.Branch = head, c.integ, c.branch
 	c.st.Worktree, c.st.Branch = c.integ, c.branch
 	c.st.Fingerprint = state.Fingerprint{RunrVersion: c.o.Version, GitHead: head, ConfigHash: c.cfg.Hash()}
-	c.event("worktree_created", map[string]any{"path": c.integ, "branch": c.branch})
+	c.event(state.WorktreeCreatedEvent{Path: c.integ, Branch: c.branch})
 	if err := c.save(); err != nil {
 		return internalStop(err)
 	}
@@ -587,8 +587,8 @@ func (c *coordinator) begin(ctx context.Context, k int, j job) {
 	s.WorkerSlot = state.WorkerSlot{Worker: k, Milestone: j.milestone, Worktree: c.workerDir(k), Branch: c.milestoneBranch(j.milestone),
 		Phase: state.PhaseImplement, RunID: runID, StartedAt: c.o.Now().UTC().Format(time.RFC3339), Requeues: c.st.Parallel.Requeues[j.milestone-1]}
 	c.mu.Unlock()
-	c.event("worker_started", map[string]any{"worker": k, "milestone": j.milestone, "branch": c.milestoneBranch(j.milestone),
-		"start": j.start, "requeue": c.st.Parallel.Requeues[j.milestone-1]})
+	c.event(state.WorkerStartedEvent{Worker: k, Milestone: j.milestone, Branch: c.milestoneBranch(j.milestone),
+		Start: j.start, Requeue: c.st.Parallel.Requeues[j.milestone-1]})
 	go func() {
 		child, err := c.work(ctx, k, j, runID, s.signals)
 		c.done <- finished{worker: k, job: j, child: child, err: err}
@@ -651,7 +651,8 @@ func (c *coordinator) work(ctx context.Context, k int, j job, runID string, sign
 		}}
 	o.Progress = func(p supervisor.Progress) {
 		p.RunID, p.Worker = c.st.RunID, k
-		if p.Event == "tick" || p.Event == "tick_done" {
+		switch p.Msg.(type) {
+		case supervisor.ProgressTick, supervisor.ProgressTickDone:
 			c.mu.Lock()
 			c.slots[k-1].Phase = p.Phase
 			c.mu.Unlock()
@@ -814,14 +815,14 @@ func (c *coordinator) handle(ctx context.Context, f finished, stopping bool) *st
 		if err == nil {
 			err = errors.New("the worker's run ended without a stop reason")
 		}
-		c.event("worker_done", map[string]any{"worker": f.worker, "milestone": n, "error": err.Error()})
+		c.event(state.WorkerDoneEvent{Worker: f.worker, Milestone: n, Error: err.Error()})
 		if stopping {
 			return nil
 		}
 		return internalStop(fmt.Errorf("worker %d, milestone %d: %w", f.worker, n, err))
 	}
 	cs := f.child.StopReason.Stop
-	c.event("worker_done", map[string]any{"worker": f.worker, "milestone": n, "code": string(cs.Code), "run_id": f.child.RunID})
+	c.event(state.WorkerDoneEvent{Worker: f.worker, Milestone: n, Code: string(cs.Code), RunID: f.child.RunID})
 	if cs.Code == stopreasons.Complete {
 		if stopping {
 			// Its branch holds the approved work; a resume merges it.
@@ -837,7 +838,7 @@ func (c *coordinator) handle(ctx context.Context, f finished, stopping bool) *st
 	}
 	if c.cfg.Stop.OnMilestoneFailure == stopconditions.OnFailureSkip && milestoneFailure(cs.Code) {
 		m.Status = state.MilestoneFailed
-		c.event("milestone_failed", map[string]any{"worker": f.worker, "milestone": n, "code": string(cs.Code)})
+		c.event(state.MilestoneFailedEvent{Worker: f.worker, Milestone: n, Code: string(cs.Code)})
 		failure := cs
 		failure.Details = &stopreasons.StopDetails{Milestone: n, MilestoneGoal: m.Goal}
 		if cs.Details != nil {
@@ -928,7 +929,7 @@ func (c *coordinator) merge(ctx context.Context, k, n int) *stopreasons.Stop {
 		if err := guard.ResetTo(ctx, c.integ, head); err != nil {
 			return internalStop(err)
 		}
-		c.event("merge", map[string]any{"worker": k, "milestone": n, "outcome": "conflict", "files": conflicts})
+		c.event(state.MergeEvent{Worker: k, Milestone: n, Outcome: state.MergeConflict, Files: conflicts})
 		base, _ := guard.MergeBase(ctx, c.integ, head, tip)
 		diff, _ := guard.Diff(ctx, c.integ, base, tip, feedbackBytes)
 		feedback := fmt.Sprintf("This milestone was done before other milestones were merged, and its change conflicts with theirs in: %s.\n"+
@@ -948,7 +949,7 @@ func (c *coordinator) merge(ctx context.Context, k, n int) *stopreasons.Stop {
 		if err := guard.ResetTo(ctx, c.integ, head); err != nil {
 			return internalStop(err)
 		}
-		c.event("merge", map[string]any{"worker": k, "milestone": n, "outcome": "verify_failed", "command": cmd})
+		c.event(state.MergeEvent{Worker: k, Milestone: n, Outcome: state.MergeVerifyFailed, Command: cmd})
 		feedback := fmt.Sprintf("This milestone passed its checks on its own, but once merged with the milestones merged before it the check `%s` failed. "+
 			"Your change is applied on top of their merged result; make the check pass there. The end of its output:\n\n%s", cmd, out)
 		return c.failedMerge(ctx, k, n, job{milestone: n, carry: tip, feedback: feedback}, nil, cmd)
@@ -985,7 +986,7 @@ func (c *coordinator) approve(n int, sha string, k int) {
 	m := &c.st.Milestones[n-1]
 	m.Status, m.Commit = state.MilestoneApproved, sha
 	c.st.Counters.ConsecutiveFails = 0
-	c.event("merge", map[string]any{"worker": k, "milestone": n, "outcome": "merged", "commit": sha})
+	c.event(state.MergeEvent{Worker: k, Milestone: n, Outcome: state.MergeMerged, Commit: sha})
 	if c.o.Milestones != nil {
 		_ = c.o.Milestones.MilestoneApproved(c.st.RunID, c.runDir, n, m.Goal)
 	}
@@ -1008,7 +1009,7 @@ func (c *coordinator) failedMerge(ctx context.Context, k, n int, j job, files []
 			Details: &stopreasons.StopDetails{Milestone: n, MilestoneGoal: m.Goal, Files: files, Command: cmd}}
 		if c.cfg.Stop.OnMilestoneFailure == stopconditions.OnFailureSkip {
 			m.Status = state.MilestoneFailed
-			c.event("milestone_failed", map[string]any{"worker": k, "milestone": n, "code": string(stopreasons.MergeConflict), "files": files})
+			c.event(state.MilestoneFailedEvent{Worker: k, Milestone: n, Code: string(stopreasons.MergeConflict), Files: files})
 			c.lastFail = sp
 			return c.failedInARow(n)
 		}
@@ -1023,7 +1024,7 @@ func (c *coordinator) failedMerge(ctx context.Context, k, n int, j job, files []
 	j.start = head
 	m.Status = state.MilestoneInProgress // in the queue, not to be queued again
 	c.queue = append([]job{j}, c.queue...)
-	c.event("requeue", map[string]any{"worker": k, "milestone": n, "requeue": p.Requeues[n-1], "files": files, "command": cmd})
+	c.event(state.RequeueEvent{Worker: k, Milestone: n, Requeue: p.Requeues[n-1], Files: files, Command: cmd})
 	why := "verify failed on the merged tree: " + cmd
 	if len(files) > 0 {
 		why = "conflict in " + strings.Join(files, ", ")
@@ -1093,13 +1094,14 @@ func (c *coordinator) finish(sp *stopreasons.Stop) (*state.State, error) {
 	if sp.Code == stopreasons.Complete {
 		c.cleanUp()
 	}
-	c.event("stop", map[string]any{"code": string(sp.Code), "condition": sp.Condition, "message": sp.Message, "exit_code": reason.ExitCode})
+	c.event(state.StopEvent{Code: string(sp.Code), Condition: sp.Condition, Message: sp.Message, ExitCode: reason.ExitCode,
+		TerminalStatus: reason.TerminalStatus, Milestones: len(st.Milestones), Approved: st.Statistics.Approved})
 	err := c.save()
 	if werr := report.WriteStop(c.runDir, st); werr != nil && err == nil {
 		err = werr
 	}
 	c.store.ClearStopRequest(st.RunID)
-	c.o.Progress(supervisor.Progress{RunID: st.RunID, Event: "stop", Message: sp.Message, Milestones: len(st.Milestones)})
+	c.o.Progress(supervisor.Progress{RunID: st.RunID, Milestones: len(st.Milestones), Msg: supervisor.ProgressStop{Message: sp.Message}})
 	return st, err
 }
 
@@ -1111,7 +1113,7 @@ func (c *coordinator) cleanUp() {
 		dir := c.workerDir(s.Worker)
 		if _, err := os.Stat(dir); err == nil {
 			if err := guard.DiscardWorktree(ctx, c.o.Repo, dir); err != nil {
-				c.event("warning", map[string]any{"message": err.Error()})
+				c.event(state.WarningEvent{Message: err.Error()})
 			}
 		}
 	}
@@ -1119,7 +1121,7 @@ func (c *coordinator) cleanUp() {
 		_, _ = guard.DeleteBranch(ctx, c.o.Repo, c.milestoneBranch(i+1))
 	}
 	if err := guard.DiscardWorktree(ctx, c.o.Repo, c.integ); err != nil {
-		c.event("warning", map[string]any{"message": err.Error()})
+		c.event(state.WarningEvent{Message: err.Error()})
 	} else {
 		c.st.Worktree = ""
 	}
@@ -1150,15 +1152,15 @@ func (c *coordinator) save() error {
 
 // note tells whoever watches the run of a merge or a requeue.
 func (c *coordinator) note(msg string) {
-	c.o.Progress(supervisor.Progress{RunID: c.st.RunID, Event: "note", Message: msg, Milestones: len(c.st.Milestones)})
+	c.o.Progress(supervisor.Progress{RunID: c.st.RunID, Milestones: len(c.st.Milestones), Msg: supervisor.ProgressNote{Message: msg}})
 }
 
 // event appends to the run's timeline.
-func (c *coordinator) event(typ string, data map[string]any) {
+func (c *coordinator) event(data state.EventData) {
 	if c.tl == nil {
 		return
 	}
-	_ = c.tl.Append(typ, c.st.Tick, c.st.Phase, data)
+	_ = c.tl.Append(c.st.Tick, c.st.Phase, data)
 }
 
 func short(sha string) string {

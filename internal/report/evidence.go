@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -54,21 +53,18 @@ type signatureHit struct {
 	tick      int
 }
 
-func (e *earlierSignatures) attempt(tick int, data json.RawMessage) {
-	var d struct {
-		Milestone   int    `json:"milestone"`
-		Signature   string `json:"signature"`
-		AttemptTick *int   `json:"attempt_tick"`
-	}
-	if json.Unmarshal(data, &d) != nil || d.Signature == "" || d.Milestone < 1 || d.Milestone > len(e.st.Milestones) {
+func (e *earlierSignatures) attempt(tick int, d state.AttemptEvent) {
+	if d.Signature == "" || d.Milestone < 1 || d.Milestone > len(e.st.Milestones) {
 		return
 	}
 	m := e.st.Milestones[d.Milestone-1]
 	if m.Earlier == nil || len(m.Attempts) == 0 {
 		return
 	}
-	if d.AttemptTick != nil {
-		tick = *d.AttemptTick
+	// The event's tick is the one the attempt ended in; the attempt's own
+	// (attempt_tick, 0 when an older runr left it out) is where it began.
+	if d.AttemptTick > 0 {
+		tick = d.AttemptTick
 	}
 	// An attempt ends before the next one of its milestone starts: one
 	// that ended before the first listed attempt started is not listed.

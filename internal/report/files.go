@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,13 @@ import (
 )
 
 const timelineFile = "timeline.jsonl"
+
+// The events whose data scanTimeline decodes; of the others it reads the
+// heads alone.
+var (
+	attemptEvent = state.AttemptEvent{}.EventType()
+	sandboxEvent = state.SandboxEvent{}.EventType()
+)
 
 // maxEventLine bounds one timeline line; a longer one is skipped as damaged
 // rather than held in memory.
@@ -32,11 +38,11 @@ const (
 // line that is not JSON) becomes a warning; it is never an error.
 //
 // A timeline can hold hundreds of thousands of events, so only each event's
-// head is decoded, never its data.
+// head is decoded, and the data only of the attempt and sandbox events.
 //
-// onAttempt, when not nil, is handed each attempt event (its tick and
-// data): the attempts state.json no longer lists are told only there.
-func scanTimeline(path string, onAttempt func(tick int, data json.RawMessage)) (TimelineSummary, []string) {
+// onAttempt, when not nil, is handed each attempt event and its tick: the
+// attempts state.json no longer lists are told only there.
+func scanTimeline(path string, onAttempt func(tick int, a state.AttemptEvent)) (TimelineSummary, []string) {
 	sum := TimelineSummary{ByType: map[string]int{}}
 	r, err := state.OpenTimelineReader(path, maxEventLine)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -62,12 +68,22 @@ func scanTimeline(path string, onAttempt func(tick int, data json.RawMessage)) (
 			sum.Events++
 			sum.ByType[ev.Type]++
 			sum.LastSeq, sum.LastType, sum.LastTick, lastTS = ev.Seq, ev.Type, ev.Tick, ev.TS
-			if onAttempt != nil && ev.Type == "attempt" {
-				onAttempt(ev.Tick, ev.Data)
-			}
-			if ev.Type == "sandbox" {
-				// The last one: a resume decides the sandbox again.
-				sum.sandbox = append(sum.sandbox[:0], ev.Data...)
+			switch {
+			case ev.Type == attemptEvent && onAttempt != nil:
+				if full, err := ev.Decode(); err == nil {
+					if a, ok := full.Data.(state.AttemptEvent); ok {
+						onAttempt(ev.Tick, a)
+					}
+				}
+			case ev.Type == sandboxEvent:
+				// The last one: a resume decides the sandbox again. A
+				// damaged one leaves none.
+				sum.sandbox = nil
+				if full, err := ev.Decode(); err == nil {
+					if sb, ok := full.Data.(state.SandboxEvent); ok {
+						sum.sandbox = &sb
+					}
+				}
 			}
 		}
 	}

@@ -9,7 +9,6 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -123,7 +122,7 @@ type TimelineSummary struct {
 	LastTick int            `json:"last_tick"`
 	LastTS   *time.Time     `json:"last_ts,omitempty"`
 
-	sandbox json.RawMessage // the data of the last `sandbox` event
+	sandbox *state.SandboxEvent // the last `sandbox` event
 }
 
 // MilestoneRow is one milestone with its attempts.

@@ -62,18 +62,18 @@ func events(ticks int, last string) []state.Event {
 	phases := []string{state.PhaseImplement, state.PhaseVerify}
 	var out []state.Event
 	seq := int64(0)
-	add := func(typ string, tick int, phase string, data map[string]any) {
+	add := func(tick int, phase string, data state.EventData) {
 		seq++
-		out = append(out, state.Event{Seq: seq, TS: t0.Add(time.Duration(seq) * 30 * time.Second), Type: typ, Tick: tick, Phase: phase, Data: data})
+		out = append(out, state.Event{Seq: seq, TS: t0.Add(time.Duration(seq) * 30 * time.Second), Tick: tick, Phase: phase, Data: data})
 	}
-	add("run_started", 0, "", map[string]any{"milestones": 3})
+	add(0, "", state.RunStartedEvent{Milestones: 3})
 	for tick := 1; tick <= ticks; tick++ {
 		ph := phases[(tick-1)%len(phases)]
-		add("phase_started", tick, ph, nil)
-		add("phase_ended", tick, ph, map[string]any{"exit_code": 0})
+		add(tick, ph, state.UnknownEvent{Type: "phase_started"})
+		add(tick, ph, state.UnknownEvent{Type: "phase_ended", Data: json.RawMessage(`{"exit_code":0}`)})
 	}
 	if last != "" {
-		add(last, ticks, state.PhaseStopped, nil)
+		add(ticks, state.PhaseStopped, state.UnknownEvent{Type: last})
 	}
 	return out
 }
@@ -676,8 +676,8 @@ func BenchmarkDiagnoseLargeTimeline(b *testing.B) {
 	f, err := os.Create(filepath.Join(dir, timelineFile))
 	require.NoError(b, err)
 	for i := int64(1); i <= 100_000; i++ {
-		ev := state.Event{Seq: i, TS: t0.Add(time.Duration(i) * time.Second), Type: "phase_ended", Tick: int(i / 2), Phase: state.PhaseVerify,
-			Data: map[string]any{"exit_code": 1, "command": "go test ./...", "duration_ms": 1234}}
+		ev := state.Event{Seq: i, TS: t0.Add(time.Duration(i) * time.Second), Tick: int(i / 2), Phase: state.PhaseVerify,
+			Data: state.UnknownEvent{Type: "phase_ended", Data: json.RawMessage(`{"command":"go test ./...","duration_ms":1234,"exit_code":1}`)}}
 		line, err := json.Marshal(ev)
 		require.NoError(b, err)
 		_, err = f.Write(append(line, '\n'))

@@ -1,9 +1,10 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/runr-dev/runr/internal/state"
 )
 
 // SandboxRecord is a run's recorded confinement (its `sandbox` event).
@@ -19,15 +20,12 @@ type SandboxRecord struct {
 	ReadOnly       []string `json:"read_only,omitempty"`
 }
 
-func sandboxRecord(data json.RawMessage) *SandboxRecord {
-	if len(data) == 0 {
+func sandboxRecord(ev *state.SandboxEvent) *SandboxRecord {
+	if ev == nil {
 		return nil
 	}
-	var r SandboxRecord
-	if json.Unmarshal(data, &r) != nil {
-		return nil
-	}
-	return &r
+	return &SandboxRecord{Mode: ev.Mode, Confined: ev.Confined, ABI: ev.ABI, Kernel: ev.Kernel, Namespace: ev.Namespace,
+		NamespaceError: ev.NamespaceError, TopLevelOnly: ev.TopLevelOnly, Writable: ev.Writable, ReadOnly: ev.ReadOnly}
 }
 
 // Summary says in a line how the agent was confined.

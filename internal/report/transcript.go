@@ -60,63 +60,99 @@ func (t *Transcript) Event(ev state.Event) {
 		t.track(ev)
 		return
 	}
-	d := eventData(ev.Data)
-	switch ev.Type {
-	case "run_started":
+	switch d := ev.Data.(type) {
+	case state.RunStartedEvent:
 		src := "--prompt"
-		if f := d.str("task_file"); f != "" {
-			src = f
+		if d.TaskFile != "" {
+			src = d.TaskFile
 		}
-		t.printf("run started · task %s · %s\n", line(src), plural(d.num("milestones"), "milestone"))
-		return
-	case "run_resumed":
-		t.milestone = max(d.num("milestone"), 1)
-		t.printf("run resumed at milestone %d, %s\n", t.milestone, line(d.str("phase")))
-		return
-	case "stop":
-		t.printf("stop: %s (exit %d): %s\n", line(d.str("code")), d.num("exit_code"), line(d.str("message")))
-		return
-	case "worker_started", "worker_done", "merge", "requeue":
-		// A parallel run's own events: its workers' ticks are in their runs.
-		t.parallelEvent(ev.Type, d)
-		return
-	}
-	t.writeHeader(ev)
-	switch ev.Type {
-	case "activity":
-		t.activity(d)
-	case "process_ended":
-		t.processEnded(ev, d)
-	case "guard":
-		t.printf("  guard %s: %s\n", line(d.str("rule")), line(strings.Join(d.strs("files"), ", ")))
-	case "attempt":
-		if sig := d.str("signature"); sig != "" {
-			t.printf("  attempt %s (error %s)\n", line(d.str("outcome")), line(sig))
+		t.printf("run started · task %s · %s\n", line(src), plural(d.Milestones, "milestone"))
+	case state.RunResumedEvent:
+		t.milestone = max(d.Milestone, 1)
+		t.printf("run resumed at milestone %d, %s\n", t.milestone, line(d.Phase))
+	case state.StopEvent:
+		t.printf("stop: %s (exit %d): %s\n", line(d.Code), d.ExitCode, line(d.Message))
+
+	// A parallel run's own events: its workers' ticks are in their runs
+	// (docs/parallel.md).
+	case state.WorkerStartedEvent:
+		if d.Requeue > 0 {
+			t.printf("%s started on %s (returned %d×)\n", who(d.Worker, d.Milestone), line(d.Branch), d.Requeue)
 		} else {
-			t.printf("  attempt %s\n", line(d.str("outcome")))
+			t.printf("%s started on %s\n", who(d.Worker, d.Milestone), line(d.Branch))
 		}
-	case "milestone_approved":
-		t.printf("  milestone %d approved\n", d.num("milestone"))
-	case "milestone_failed":
-		t.printf("  milestone %d failed after %s\n", d.num("milestone"), plural(d.num("retries"), "retry"))
-	case "checkpoint_commit":
-		t.printf("  commit %s\n", line(short(d.str("sha"))))
-	case "leftovers_stopped":
-		t.printf("  stopped %d process(es) the agent left behind\n", len(d.strs("pids")))
-	case "worktree_created":
-		t.printf("  worktree %s on branch %s\n", line(d.str("path")), line(d.str("branch")))
-	case "tick":
+	case state.WorkerDoneEvent:
+		if d.Error != "" {
+			t.printf("%s: its run failed: %s\n", who(d.Worker, d.Milestone), line(d.Error))
+		} else {
+			t.printf("%s: its run stopped: %s\n", who(d.Worker, d.Milestone), line(d.Code))
+		}
+	case state.MergeEvent:
+		switch d.Outcome {
+		case state.MergeMerged:
+			t.printf("%s merged, commit %s\n", who(d.Worker, d.Milestone), line(short(d.Commit)))
+		case state.MergeConflict:
+			t.printf("%s did not merge: conflict in %s; undone\n", who(d.Worker, d.Milestone), line(strings.Join(d.Files, ", ")))
+		default:
+			t.printf("%s did not merge: %s failed on the merged tree; undone\n", who(d.Worker, d.Milestone), line(d.Command))
+		}
+	case state.RequeueEvent:
+		t.printf("%s returned to a worker (%d)\n", who(d.Worker, d.Milestone), d.Requeue)
+
+	// The events of a tick, under its header.
+	case state.ActivityEvent:
+		t.writeHeader(ev)
+		t.activity(d)
+	case state.ProcessEndedEvent:
+		t.writeHeader(ev)
+		t.processEnded(ev, d)
+	case state.GuardEvent:
+		t.writeHeader(ev)
+		t.printf("  guard %s: %s\n", line(d.Rule), line(strings.Join(d.Files, ", ")))
+	case state.AttemptEvent:
+		t.writeHeader(ev)
+		if d.Signature != "" {
+			t.printf("  attempt %s (error %s)\n", line(d.Outcome), line(d.Signature))
+		} else {
+			t.printf("  attempt %s\n", line(d.Outcome))
+		}
+	case state.MilestoneApprovedEvent:
+		t.writeHeader(ev)
+		t.printf("  milestone %d approved\n", d.Milestone)
+	case state.MilestoneFailedEvent:
+		t.writeHeader(ev)
+		t.printf("  milestone %d failed after %s\n", d.Milestone, plural(d.Retries, "retry"))
+	case state.CheckpointCommitEvent:
+		t.writeHeader(ev)
+		t.printf("  commit %s\n", line(short(d.SHA)))
+	case state.LeftoversStoppedEvent:
+		t.writeHeader(ev)
+		t.printf("  stopped %d process(es) the agent left behind\n", len(d.PIDs))
+	case state.WorktreeCreatedEvent:
+		t.writeHeader(ev)
+		t.printf("  worktree %s on branch %s\n", line(d.Path), line(d.Branch))
+	case state.TickEvent:
+		t.writeHeader(ev)
 		t.tickEnd(d)
+		t.track(ev)
+	default:
+		// Any other event, of a type this runr does not know too, opens
+		// its tick.
+		t.writeHeader(ev)
 	}
-	t.track(ev)
 }
 
 // track follows the milestone the next tick works on.
 func (t *Transcript) track(ev state.Event) {
-	if ev.Type == "tick" || ev.Type == "run_resumed" {
-		if m := eventData(ev.Data).num("milestone"); m > 0 {
-			t.milestone = m
-		}
+	m := 0
+	switch d := ev.Data.(type) {
+	case state.TickEvent:
+		m = d.Milestone
+	case state.RunResumedEvent:
+		m = d.Milestone
+	}
+	if m > 0 {
+		t.milestone = m
 	}
 }
 
@@ -134,40 +170,39 @@ func (t *Transcript) writeHeader(ev state.Event) {
 
 // activity is one thing the agent did: a tool call, a failed one, or a
 // short message.
-func (t *Transcript) activity(d eventData) {
-	text := line(d.str("text"))
-	switch d.str("kind") {
+func (t *Transcript) activity(d state.ActivityEvent) {
+	text := line(d.Text)
+	switch d.Kind {
 	case "tool":
-		t.printf("  > %s %s\n", line(d.str("tool")), text)
+		t.printf("  > %s %s\n", line(d.Tool), text)
 	case "tool_error":
-		t.printf("  ! %s failed: %s\n", line(d.str("tool")), text)
+		t.printf("  ! %s failed: %s\n", line(d.Tool), text)
 	default:
 		t.printf("  \" %s\n", text)
 	}
 }
 
-func (t *Transcript) processEnded(ev state.Event, d eventData) {
+func (t *Transcript) processEnded(ev state.Event, d state.ProcessEndedEvent) {
 	what := "agent"
 	if ev.Phase != state.PhaseImplement {
 		what = ev.Phase
 	}
 	var notes []string
-	if d.boolean("timed_out") {
+	if d.TimedOut {
 		notes = append(notes, "timed out")
 	}
-	if d.boolean("idle") {
+	if d.Idle {
 		notes = append(notes, "idle too long")
 	}
-	if d.boolean("canceled") {
+	if d.Canceled {
 		notes = append(notes, "stopped")
 	}
 	suffix := ""
 	if len(notes) > 0 {
 		suffix = ", " + strings.Join(notes, ", ")
 	}
-	code := d.num("exit_code")
-	t.printf("  %s exited %d after %s%s\n", what, code, shortDuration(int64(d.num("duration_ms"))), suffix)
-	if code != 0 && ev.Phase != state.PhaseImplement {
+	t.printf("  %s exited %d after %s%s\n", what, d.ExitCode, shortDuration(d.DurationMS), suffix)
+	if d.ExitCode != 0 && ev.Phase != state.PhaseImplement {
 		t.tail(ev.Tick, ev.Phase)
 	}
 }
@@ -190,28 +225,28 @@ func (t *Transcript) tail(tick int, phase string) {
 
 // tickEnd is the tick's closing line: what comes next and, when the tick
 // event carries them, the figures of the tick.
-func (t *Transcript) tickEnd(d eventData) {
-	parts := []string{"next: " + line(d.str("next"))}
-	outcome := line(d.str("outcome"))
-	if v := d.str("verify"); v != "" {
-		took := shortDuration(int64(d.num("verify_ms")))
+func (t *Transcript) tickEnd(d state.TickEvent) {
+	parts := []string{"next: " + line(d.Next)}
+	outcome := line(d.Outcome)
+	if v := d.TickVerify; v != nil && v.Verify != "" {
+		took := shortDuration(v.VerifyMS)
 		if strings.HasPrefix(outcome, "verify ") {
 			outcome += " in " + took
 		} else {
-			outcome = strings.TrimSpace(outcome + fmt.Sprintf(" (verify %s in %s)", line(v), took))
+			outcome = strings.TrimSpace(outcome + fmt.Sprintf(" (verify %s in %s)", line(v.Verify), took))
 		}
 	}
 	if outcome != "" {
 		parts = append(parts, outcome)
 	}
-	if d.has("added") || d.has("modified") || d.has("deleted") {
-		parts = append(parts, fmt.Sprintf("files +%d ~%d -%d", d.num("added"), d.num("modified"), d.num("deleted")))
+	if f := d.TickFiles; f != nil {
+		parts = append(parts, fmt.Sprintf("files +%d ~%d -%d", f.Added, f.Modified, f.Deleted))
 	}
-	if d.has("cost_usd") {
-		parts = append(parts, usd(d.float("cost_usd")))
+	if d.CostUSD != nil {
+		parts = append(parts, usd(*d.CostUSD))
 	}
-	if c := d.str("closest"); c != "" {
-		parts = append(parts, "closest rule: "+line(c))
+	if d.Closest != "" {
+		parts = append(parts, "closest rule: "+line(d.Closest))
 	}
 	t.printf("  %s\n", strings.Join(parts, " · "))
 }
@@ -222,37 +257,6 @@ func shortDuration(ms int64) string {
 		return strconv.FormatInt(max(ms, 0), 10) + "ms"
 	}
 	return duration(ms)
-}
-
-// eventData reads an event's data, whatever a damaged file put there.
-type eventData map[string]any
-
-func (d eventData) has(k string) bool { _, ok := d[k]; return ok }
-
-func (d eventData) str(k string) string {
-	s, _ := d[k].(string)
-	return s
-}
-
-func (d eventData) float(k string) float64 {
-	f, _ := d[k].(float64)
-	return f
-}
-
-func (d eventData) num(k string) int { return int(d.float(k)) }
-
-func (d eventData) boolean(k string) bool {
-	b, _ := d[k].(bool)
-	return b
-}
-
-func (d eventData) strs(k string) []string {
-	var out []string
-	list, _ := d[k].([]any)
-	for _, v := range list {
-		out = append(out, fmt.Sprint(v))
-	}
-	return out
 }
 
 // line makes text from a file safe on one line of a terminal.
@@ -275,41 +279,7 @@ func plural(n int, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
-// parallelEvent writes one line for an event of a parallel run's
-// coordinator: a worker took a milestone or finished its run, a merge, a
-// requeue (docs/parallel.md).
-func (t *Transcript) parallelEvent(typ string, d eventData) {
-	who := fmt.Sprintf("worker %d · milestone %d", d.num("worker"), d.num("milestone"))
-	switch typ {
-	case "worker_started":
-		if r := d.num("requeue"); r > 0 {
-			t.printf("%s started on %s (returned %d×)\n", who, line(d.str("branch")), r)
-		} else {
-			t.printf("%s started on %s\n", who, line(d.str("branch")))
-		}
-	case "worker_done":
-		if e := d.str("error"); e != "" {
-			t.printf("%s: its run failed: %s\n", who, line(e))
-		} else {
-			t.printf("%s: its run stopped: %s\n", who, line(d.str("code")))
-		}
-	case "merge":
-		switch d.str("outcome") {
-		case "merged":
-			t.printf("%s merged, commit %s\n", who, line(shortSHA(d.str("commit"))))
-		case "conflict":
-			t.printf("%s did not merge: conflict in %s; undone\n", who, line(strings.Join(d.strs("files"), ", ")))
-		default:
-			t.printf("%s did not merge: %s failed on the merged tree; undone\n", who, line(d.str("command")))
-		}
-	case "requeue":
-		t.printf("%s returned to a worker (%d)\n", who, d.num("requeue"))
-	}
-}
-
-func shortSHA(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
+// who names a worker of a parallel run and the milestone it has.
+func who(worker, milestone int) string {
+	return fmt.Sprintf("worker %d · milestone %d", worker, milestone)
 }

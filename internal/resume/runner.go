@@ -21,8 +21,8 @@ type Runner struct {
 	// Supervisor configures the supervisor of every continuation. Its Store,
 	// Signals and Progress serve the auto-resume wait too: a signal or a
 	// `runr stop` during the wait ends the run, and the wait is reported as
-	// a Progress with Event "wait". Continue fills in Config, Flags, task and
-	// Repo from the plan.
+	// a Progress whose message is a supervisor.ProgressWait. Continue fills
+	// in Config, Flags, task and Repo from the plan.
 	Supervisor supervisor.Options
 	// Auto continues after an auto-resumable stop (--auto-resume).
 	Auto bool
@@ -128,14 +128,11 @@ func (r *Runner) autoResume(ctx context.Context, o supervisor.Options, lock *sta
 		d := Decide(st, cfg.Resume, done, time.Now(), jitter)
 		if d.Action != ActionWait {
 			if d.GiveUp != GiveUpNotResumable {
-				ev := map[string]any{"reason": string(st.StopReason.Code), "declined": string(d.GiveUp), "why": d.Why}
-				if d.LimitKind != "" {
-					ev["limit_kind"] = d.LimitKind
-				}
+				ev := state.AutoResumeDeclinedEvent{Reason: string(st.StopReason.Code), Declined: string(d.GiveUp), Why: d.Why, LimitKind: d.LimitKind}
 				if !d.ResetAt.IsZero() {
-					ev["reset_at"] = d.ResetAt.UTC().Format(time.RFC3339)
+					ev.ResetAt = d.ResetAt.UTC().Format(time.RFC3339)
 				}
-				appendEvent(store, st, "auto_resume_declined", ev)
+				appendEvent(store, st, ev)
 				if r.Declined != nil {
 					r.Declined(st, d)
 				}
@@ -148,18 +145,16 @@ func (r *Runner) autoResume(ctx context.Context, o supervisor.Options, lock *sta
 		}
 		reason := st.StopReason.Code
 		until := time.Now().Add(wait)
-		ev := map[string]any{"attempt": done + 1, "max": cfg.Resume.MaxAutoResumes,
-			"reason": string(reason), "wait_ms": wait.Milliseconds(), "until": until.UTC().Format(time.RFC3339Nano)}
+		ev := state.AutoResumeEvent{Attempt: done + 1, Max: cfg.Resume.MaxAutoResumes,
+			Reason: string(reason), WaitMS: wait.Milliseconds(), Until: until.UTC().Format(time.RFC3339Nano)}
 		msg := fmt.Sprintf("%s · attempt %d of %d", reason, done+1, cfg.Resume.MaxAutoResumes)
 		if !d.ResetAt.IsZero() {
-			ev["reset_at"] = d.ResetAt.UTC().Format(time.RFC3339)
-			ev["limit_kind"] = d.LimitKind
-			ev["jitter_ms"] = d.Jitter.Milliseconds()
-			ev["jitter_seed"] = seed
+			ev.AutoResumeLimit = &state.AutoResumeLimit{ResetAt: d.ResetAt.UTC().Format(time.RFC3339), LimitKind: d.LimitKind,
+				JitterMS: d.Jitter.Milliseconds(), JitterSeed: seed}
 			msg = fmt.Sprintf("auto-resume %d of %d: %s", done+1, cfg.Resume.MaxAutoResumes, d.Why)
 		}
-		appendEvent(store, st, "auto_resume", ev)
-		progress(supervisor.Progress{RunID: st.RunID, Event: "wait", WaitingTill: until, ResetAt: d.ResetAt, Message: msg})
+		appendEvent(store, st, ev)
+		progress(supervisor.Progress{RunID: st.RunID, Msg: supervisor.ProgressWait{Until: until, ResetAt: d.ResetAt, Message: msg}})
 
 		if code, why := waitOrStop(store, o.Signals, st.RunID, until); code != "" {
 			sup := supervisor.New(o)
@@ -206,11 +201,11 @@ func waitOrStop(store *state.Store, sigs <-chan os.Signal, id string, until time
 
 // appendEvent adds one event to the run's timeline outside a supervisor;
 // the timeline is a record, so a failure to write it does not stop the run.
-func appendEvent(store *state.Store, st *state.State, typ string, data map[string]any) {
+func appendEvent(store *state.Store, st *state.State, data state.EventData) {
 	tl, err := store.OpenTimeline(st.RunID)
 	if err != nil {
 		return
 	}
 	defer tl.Close()
-	tl.Append(typ, st.Tick, st.Phase, data)
+	tl.Append(st.Tick, st.Phase, data)
 }

@@ -60,18 +60,18 @@ func (f *waitFixture) options(t *testing.T) supervisor.Options {
 	}
 }
 
-// next waits for the run's next progress event of kind event.
-func (f *waitFixture) next(t *testing.T, event string) supervisor.Progress {
+// nextWait waits for the run's next progress message of the wait.
+func (f *waitFixture) nextWait(t *testing.T) (supervisor.Progress, supervisor.ProgressWait) {
 	t.Helper()
 	timeout := time.After(30 * time.Second)
 	for {
 		select {
 		case p := <-f.events:
-			if p.Event == event {
-				return p
+			if w, ok := p.Msg.(supervisor.ProgressWait); ok {
+				return p, w
 			}
 		case <-timeout:
-			t.Fatalf("no %q progress event within 30s", event)
+			t.Fatalf("no wait progress message within 30s")
 		}
 	}
 }
@@ -109,10 +109,10 @@ func TestAutoResumeWaitHoldsTheLockAndEndsOnAStopRequest(t *testing.T) {
 	f := newWaitFixture(t, time.Hour)
 	done := f.autoResume(t)
 
-	w := f.next(t, "wait")
-	assert.Equal(t, f.st.RunID, w.RunID)
+	p, w := f.nextWait(t)
+	assert.Equal(t, f.st.RunID, p.RunID)
 	assert.Contains(t, w.Message, "stalled · attempt 1 of 3")
-	assert.WithinDuration(t, time.Now().Add(time.Hour), w.WaitingTill, time.Minute)
+	assert.WithinDuration(t, time.Now().Add(time.Hour), w.Until, time.Minute)
 
 	_, err := f.store.Acquire(f.st.RunID)
 	assert.Equal(t, stopreasons.RunLocked, stopreasons.CodeOf(err), "no other runr may take the run during the wait")
@@ -154,7 +154,7 @@ func TestAutoResumeWaitEndsOnASignal(t *testing.T) {
 		t.Run(tc.msg, func(t *testing.T) {
 			f := newWaitFixture(t, time.Hour)
 			done := f.autoResume(t)
-			f.next(t, "wait")
+			f.nextWait(t)
 			f.sigs <- tc.sig
 			res := <-done
 			require.NoError(t, res.err)
@@ -173,7 +173,7 @@ func TestAutoResumeWaitEndsOnASignal(t *testing.T) {
 func TestAutoResumeContinuesUnderTheSameLock(t *testing.T) {
 	f := newWaitFixture(t, 0)
 	done := f.autoResume(t)
-	f.next(t, "wait")
+	f.nextWait(t)
 	res := <-done
 	require.NoError(t, res.err)
 	held, _, err := f.store.Locked(f.st.RunID)

@@ -59,7 +59,7 @@ func BenchmarkAppendTick(b *testing.B) {
 	tick := 0
 	for b.Loop() {
 		tick++
-		require.NoError(b, tl.Append("tick", tick, PhaseVerify, map[string]any{"outcome": "approved", "duration_ms": 12}))
+		require.NoError(b, tl.Append(tick, PhaseVerify, TickEvent{Phase: PhaseVerify, Next: PhaseCheckpoint, Milestone: 1, Outcome: "verify passed"}))
 	}
 }
 

@@ -3,6 +3,7 @@ package state
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -97,8 +98,8 @@ func runHelper(mode, home, id string) error {
 		if err != nil {
 			return err
 		}
-		big := map[string]any{"output": strings.Repeat("x", 4096)}
-		if err := tl.Append("before", 1, "implement", nil); err != nil {
+		big := UnknownEvent{Type: "cut", Data: json.RawMessage(`{"output":"` + strings.Repeat("x", 4096) + `"}`)}
+		if err := tl.Append(1, "implement", UnknownEvent{Type: "before"}); err != nil {
 			return err
 		}
 		fi, err := os.Stat(s.TimelinePath(id))
@@ -114,13 +115,13 @@ func runHelper(mode, home, id string) error {
 		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &full); err != nil {
 			return err
 		}
-		if err := tl.Append("cut", 2, "implement", big); err == nil {
+		if err := tl.Append(2, "implement", big); err == nil {
 			return errors.New("an append past the size limit did not fail")
 		}
 		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
 			return err
 		}
-		if err := tl.Append("after", 3, "implement", nil); err != nil {
+		if err := tl.Append(3, "implement", UnknownEvent{Type: "after"}); err != nil {
 			return err
 		}
 		return tl.Close()

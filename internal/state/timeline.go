@@ -2,7 +2,6 @@ package state
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -102,7 +101,7 @@ func lastEvent(f *os.File) (seq int64, end int64, err error) {
 		if _, err := f.ReadAt(line, start); err != nil {
 			return 0, 0, err
 		}
-		if ev, err := parseEvent(line); err == nil {
+		if ev, err := DecodeEvent(line); err == nil {
 			return ev.Seq, end, nil
 		}
 		end = start
@@ -136,16 +135,16 @@ func lineStart(f *os.File, pos int64) (int64, error) {
 // now or before the next event, so that later events never join onto it.
 // Events are not synced one by one: losing the last few to a power cut is
 // acceptable, state.json is the durable record.
-func (t *Timeline) Append(typ string, tick int, phase string, data map[string]any) error {
+func (t *Timeline) Append(tick int, phase string, data EventData) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.f == nil {
 		return stopreasons.Errorf(stopreasons.InternalError, "append to closed timeline %s", t.path)
 	}
-	ev := Event{Seq: t.seq + 1, TS: time.Now().UTC(), Type: typ, Tick: tick, Phase: phase, Data: data}
-	line, err := json.Marshal(ev)
+	ev := Event{Seq: t.seq + 1, TS: time.Now().UTC(), Tick: tick, Phase: phase, Data: data}
+	line, err := EncodeEvent(ev)
 	if err != nil {
-		return stopreasons.Wrap(stopreasons.InternalError, err, "encode %s event for %s", typ, t.path)
+		return stopreasons.Wrap(stopreasons.InternalError, err, "encode %s event for %s", ev.Type(), t.path)
 	}
 	if t.cutTo >= 0 {
 		if err := t.f.Truncate(t.cutTo); err != nil {

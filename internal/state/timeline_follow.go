@@ -84,7 +84,7 @@ func (t *TimelineFollower) Poll(fn func(Event) error) error {
 			if skip || len(bytes.TrimSpace(whole)) == 0 {
 				continue
 			}
-			ev, perr := parseEvent(whole)
+			ev, perr := DecodeEvent(whole)
 			if perr != nil {
 				continue
 			}

@@ -14,7 +14,7 @@ func pollTypes(t *testing.T, f *TimelineFollower) []string {
 	t.Helper()
 	var got []string
 	require.NoError(t, f.Poll(func(ev Event) error {
-		got = append(got, ev.Type)
+		got = append(got, ev.Type())
 		return nil
 	}))
 	return got

@@ -15,7 +15,8 @@ import (
 )
 
 // EventHead is an event with its data left as written. A reader that counts
-// or lists events decodes only this; Event decodes the data as well.
+// or lists events decodes only this; Event (or EventHead.Decode) decodes the
+// data as well.
 type EventHead struct {
 	Seq   int64           `json:"seq"`
 	TS    time.Time       `json:"ts"`
@@ -140,7 +141,7 @@ func (r *TimelineReader) Event() (Event, error) {
 	if r.tooLong {
 		return Event{}, ErrLineTooLong
 	}
-	ev, err := parseEvent(r.line)
+	ev, err := DecodeEvent(r.line)
 	if err != nil {
 		return Event{}, r.damage(err)
 	}
@@ -203,18 +204,6 @@ func decodeHead(line []byte, h *EventHead) error {
 		h.Data = nil
 	}
 	return err
-}
-
-// parseEvent decodes one whole line as an event.
-func parseEvent(line []byte) (Event, error) {
-	var ev Event
-	if err := json.Unmarshal(line, &ev); err != nil {
-		return Event{}, err
-	}
-	if ev.Seq <= 0 {
-		return Event{}, errors.New("event without a seq")
-	}
-	return ev, nil
 }
 
 // ScanTimeline calls fn for each event of the timeline at path, in order,

@@ -471,13 +471,3 @@ type Flags struct {
 	ForceParallel bool `json:"force_parallel,omitempty"`
 	Worktree      bool `json:"worktree,omitempty"`
 }
-
-// Event is one line of timeline.jsonl.
-type Event struct {
-	Seq   int64          `json:"seq"`
-	TS    time.Time      `json:"ts"`
-	Type  string         `json:"type"`
-	Tick  int            `json:"tick"`
-	Phase string         `json:"phase,omitempty"`
-	Data  map[string]any `json:"data,omitempty"`
-}

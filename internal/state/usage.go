@@ -29,23 +29,19 @@ const (
 	ModelOther    = "(other)" // calls of the models beyond MaxModels
 )
 
-// AgentCallEvent is the timeline event of the cost ledger: one per agent
-// call, its data Call.Event.
-const AgentCallEvent = "agent_call"
-
 // Call is one agent call as the cost ledger records it: the timeline's
 // agent_call event, and what usage.models adds up.
 type Call struct {
-	Agent            string // the adapter's kind
-	Model            string // the model the output named, else agent.model, else ""
-	InputTokens      int64
-	CacheReadTokens  int64
-	CacheWriteTokens int64
-	OutputTokens     int64
-	CostReportedUSD  float64 // what the CLI said the call cost (0 when it said nothing)
-	CostEstimatedUSD float64 // from the price table or agent.price (0 without a price)
-	CostSource       string  // which of the two counts: reported, estimated or unknown
-	DurationMS       int64
+	Agent            string  `json:"agent"` // the adapter's kind
+	Model            string  `json:"model"` // the model the output named, else agent.model, else ""
+	InputTokens      int64   `json:"input_tokens"`
+	CacheReadTokens  int64   `json:"cache_read_tokens"`
+	CacheWriteTokens int64   `json:"cache_write_tokens"`
+	OutputTokens     int64   `json:"output_tokens"`
+	CostReportedUSD  float64 `json:"cost_reported_usd"`  // what the CLI said the call cost (0 when it said nothing)
+	CostEstimatedUSD float64 `json:"cost_estimated_usd"` // from the price table or agent.price (0 without a price)
+	CostSource       string  `json:"cost_source"`        // which of the two counts: reported, estimated or unknown
+	DurationMS       int64   `json:"duration_ms"`
 }
 
 // CostUSD is the call's cost that counts: the reported or the estimated
@@ -58,22 +54,6 @@ func (c Call) CostUSD() float64 {
 		return c.CostEstimatedUSD
 	}
 	return 0
-}
-
-// Event is the call's agent_call event data.
-func (c Call) Event() map[string]any {
-	return map[string]any{
-		"agent":              c.Agent,
-		"model":              c.Model,
-		"input_tokens":       c.InputTokens,
-		"cache_read_tokens":  c.CacheReadTokens,
-		"cache_write_tokens": c.CacheWriteTokens,
-		"output_tokens":      c.OutputTokens,
-		"cost_reported_usd":  c.CostReportedUSD,
-		"cost_estimated_usd": c.CostEstimatedUSD,
-		"cost_source":        c.CostSource,
-		"duration_ms":        c.DurationMS,
-	}
 }
 
 // ModelUsage is the total of a run's calls of one model.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/guard"
+	"github.com/runr-dev/runr/internal/state"
 )
 
 // outputPoll is how often the latest output line of an agent whose output
@@ -92,16 +93,12 @@ func (s *Supervisor) watchActivity(kind, dir string) (func([]byte), func()) {
 // shown only: it stays in the tick's log.
 func (s *Supervisor) activity(a agents.Activity, tick int, phase string) {
 	if a.Kind != agents.ActivityOutput && s.tl != nil {
-		data := map[string]any{"kind": string(a.Kind), "text": a.Text}
-		if a.Tool != "" {
-			data["tool"] = a.Tool
-		}
 		// Appended as it happens, not held for the next state.json: an
 		// activity is a record of the call, which state.json does not
 		// describe, and `runr logs --follow` shows it live.
-		s.tl.Append("activity", tick, phase, data)
+		s.tl.Append(tick, phase, state.ActivityEvent{Kind: string(a.Kind), Text: a.Text, Tool: a.Tool})
 	}
-	s.o.Progress(Progress{Event: "activity", Activity: &a})
+	s.o.Progress(Progress{Msg: ProgressActivity{a}})
 }
 
 // outputWatch keeps a copy of the latest non-blank output line.

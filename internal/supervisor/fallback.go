@@ -90,8 +90,9 @@ func (s *Supervisor) checkFallbacks() ([]PlanAgent, *stop) {
 		case sp == nil:
 		case sp.Code == stopreasons.WorkerNotFound || sp.Code == stopreasons.EnvironmentInvalid:
 			msg := fmt.Sprintf("%s (%s) cannot be used: %s; a switch to it is passed over", key, pa.ref(), sp.Message)
-			s.event("fallback_warning", map[string]any{"index": i, "agent": pa.ref(), "message": msg})
-			s.o.Progress(Progress{RunID: s.st.RunID, Event: "warning", Message: msg})
+			ref := pa.ref()
+			s.event(state.FallbackWarningEvent{Index: i, Agent: &ref, Message: msg})
+			s.o.Progress(Progress{RunID: s.st.RunID, Msg: ProgressWarning{Message: msg}})
 		default:
 			sp.Message = key + " (" + pa.ref().String() + "): " + sp.Message
 			sp.Condition = key
@@ -194,12 +195,8 @@ func (s *Supervisor) switchAgent(ctx context.Context, reason string, resetAt tim
 		}
 		st.AgentSwitches = append(st.AgentSwitches, sw)
 		s.sessionID, st.Usage.AgentSessionID = "", ""
-		data := map[string]any{"from": from, "to": sw.To, "reason": reason, "reset_at": sw.ResetAt, "message": why, "index": i}
-		if len(passed) > 0 {
-			data["passed_over"] = passed
-		}
-		s.event("agent_switch", data)
-		s.o.Progress(Progress{RunID: st.RunID, Event: "warning", Message: sw.String()})
+		s.event(state.AgentSwitchEvent{From: from, To: sw.To, Reason: reason, ResetAt: sw.ResetAt, Message: why, Index: i, PassedOver: passed})
+		s.o.Progress(Progress{RunID: st.RunID, Msg: ProgressWarning{Message: sw.String()}})
 		return true
 	}
 	s.cfg, s.adapter, s.program, st.AgentIndex = cfg, adapter, program, fromIndex
@@ -209,7 +206,7 @@ func (s *Supervisor) switchAgent(ctx context.Context, reason string, resetAt tim
 		_ = s.prepareSandbox(ctx)
 	}
 	if len(passed) > 0 {
-		s.event("fallback_warning", map[string]any{"message": "no fallback agent could be used: " + strings.Join(passed, "; ")})
+		s.event(state.FallbackWarningEvent{Message: "no fallback agent could be used: " + strings.Join(passed, "; ")})
 	}
 	return false
 }

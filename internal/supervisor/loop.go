@@ -78,7 +78,7 @@ func (s *Supervisor) ticks(ctx context.Context) *stop {
 		phase := st.Phase
 		s.sum = tickSummary{}
 		milestone := min(st.MilestoneIndex+1, len(st.Milestones))
-		s.report("tick", "")
+		s.report(ProgressTick{})
 		res := s.lostDir(s.tick(ctx, Phase(phase)))
 		if sp := s.apply(Phase(phase), res); sp != nil {
 			// A stop inside the tick still records how close every rule
@@ -91,7 +91,7 @@ func (s *Supervisor) ticks(ctx context.Context) *stop {
 		if v := s.evaluate(ctx, res); v.Stop != nil {
 			return s.verdictStop(v.Stop)
 		}
-		s.event("tick", s.tickData(phase, res))
+		s.event(s.tickData(phase, res))
 		if err := s.save(); err != nil {
 			return internalStop(err)
 		}
@@ -263,8 +263,8 @@ func (s *Supervisor) finish(sp *stop) (*state.State, error) {
 		st.ResumeFrom = nil
 		st.Phase = state.PhaseStopped
 	}
-	s.event("stop", map[string]any{"code": string(sp.Code), "condition": sp.Condition, "message": sp.Message, "exit_code": reason.ExitCode,
-		"terminal_status": reason.TerminalStatus, "milestones": len(st.Milestones), "approved": st.Statistics.Approved})
+	s.event(state.StopEvent{Code: string(sp.Code), Condition: sp.Condition, Message: sp.Message, ExitCode: reason.ExitCode,
+		TerminalStatus: reason.TerminalStatus, Milestones: len(st.Milestones), Approved: st.Statistics.Approved})
 	err := s.save()
 	// The stop is the run's last record: the timeline keeps it even when
 	// state.json could not be written.
@@ -277,7 +277,7 @@ func (s *Supervisor) finish(sp *stop) (*state.State, error) {
 	}
 	s.store.ClearStopRequest(st.RunID)
 	st.Uncommitted = uncommitted()
-	s.report("stop", sp.Message)
+	s.report(ProgressStop{Message: sp.Message})
 	return st, err
 }
 
@@ -323,22 +323,23 @@ func outcomeText(res result) string {
 
 // tickData is the timeline's record of a tick: its phase, what comes next,
 // and what it came to.
-func (s *Supervisor) tickData(phase string, res result) map[string]any {
+func (s *Supervisor) tickData(phase string, res result) state.TickEvent {
 	st := s.st
-	d := map[string]any{"phase": phase, "next": st.Phase, "milestone": st.MilestoneIndex + 1, "iteration": st.Iteration,
-		"outcome": outcomeText(res), "cost_usd": st.Usage.CostUSD}
+	cost := st.Usage.CostUSD
+	d := state.TickEvent{Phase: phase, Next: st.Phase, Milestone: st.MilestoneIndex + 1, Iteration: st.Iteration,
+		Outcome: outcomeText(res), CostUSD: &cost}
 	if f := s.sum.files; f != nil {
-		d["added"], d["modified"], d["deleted"] = f.Added, f.Modified, f.Deleted
+		d.TickFiles = &state.TickFiles{Added: f.Added, Modified: f.Modified, Deleted: f.Deleted}
 	}
 	if s.sum.verify != "" {
-		d["verify"], d["verify_ms"] = s.sum.verify, s.sum.verifyTime.Milliseconds()
+		d.TickVerify = &state.TickVerify{Verify: s.sum.verify, VerifyMS: s.sum.verifyTime.Milliseconds()}
 	}
 	if c := s.sum.call; c.source != "" {
-		d["model"], d["input_tokens"], d["output_tokens"], d["cache_read_tokens"] = c.Model, c.InputTokens, c.OutputTokens, c.CacheReadTokens
-		d["cache_write_tokens"], d["call_cost_usd"], d["cost_source"] = c.CacheWriteTokens, c.CostUSD, string(c.source)
+		d.TickCall = &state.TickCall{Model: c.Model, InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, CacheReadTokens: c.CacheReadTokens,
+			CacheWriteTokens: c.CacheWriteTokens, CallCostUSD: c.CostUSD, CostSource: string(c.source)}
 	}
 	if c := s.closest(); c != nil && c.Progress > 0 {
-		d["closest"] = fmt.Sprintf("%s %.0f%%", c.Name, c.Progress*100)
+		d.Closest = fmt.Sprintf("%s %.0f%%", c.Name, c.Progress*100)
 	}
 	return d
 }
@@ -346,9 +347,8 @@ func (s *Supervisor) tickData(phase string, res result) map[string]any {
 // reportTick reports the end of a tick with what it came to: the phase
 // that ran and the milestone it worked on.
 func (s *Supervisor) reportTick(phase string, milestone int, res result) {
-	p := s.progress("tick_done", "")
+	p := s.progress(ProgressTickDone{Outcome: outcomeText(res), Files: s.sum.files, Verify: s.sum.verify, VerifyTime: s.sum.verifyTime})
 	p.Phase, p.Milestone = phase, milestone
-	p.Outcome, p.Files, p.Verify, p.VerifyTime = outcomeText(res), s.sum.files, s.sum.verify, s.sum.verifyTime
 	s.o.Progress(p)
 }
 
@@ -364,14 +364,14 @@ func (s *Supervisor) closest() *state.ConditionProg {
 	return best
 }
 
-func (s *Supervisor) report(event, msg string) {
-	if event == "tick" {
-		s.observe(TickStarted, nil)
+func (s *Supervisor) report(msg ProgressMsg) {
+	if _, ok := msg.(ProgressTick); ok {
+		s.observe(TickStarted{})
 	}
-	s.o.Progress(s.progress(event, msg))
+	s.o.Progress(s.progress(msg))
 }
 
-func (s *Supervisor) progress(event, msg string) Progress {
+func (s *Supervisor) progress(msg ProgressMsg) Progress {
 	st := s.st
 	p := Progress{
 		RunID:      st.RunID,
@@ -381,8 +381,7 @@ func (s *Supervisor) progress(event, msg string) Progress {
 		Milestones: len(st.Milestones),
 		Budget:     time.Duration(st.Budget.TimeMS) * time.Millisecond,
 		CostUSD:    st.Usage.CostUSD,
-		Event:      event,
-		Message:    msg,
+		Msg:        msg,
 	}
 	if !s.started.IsZero() {
 		p.Elapsed = s.elapsed()

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/runr-dev/runr/internal/agents"
+	"github.com/runr-dev/runr/internal/state"
 )
 
 // Observer is told of a run as it goes, for telemetry: each timeline event
@@ -15,19 +16,24 @@ type Observer interface {
 }
 
 // TickStarted is the Observation that opens a tick; it is not a timeline
-// event (the timeline records a tick when it ends, as "tick").
-const TickStarted = "tick_started"
+// event (the timeline records a tick when it ends, as a TickEvent), and the
+// timeline refuses it.
+type TickStarted struct{}
 
-// Observation is one thing that happened in a run: a timeline event (its
-// type and data as the timeline records them) or a TickStarted.
+// EventType names a TickStarted as the observer sees it.
+func (TickStarted) EventType() string { return "tick_started" }
+
+// Observation is one thing that happened in a run: a timeline event, as the
+// timeline records it, or a TickStarted.
 type Observation struct {
 	RunID string
-	Type  string
 	Tick  int
 	Phase string
 	Time  time.Time
-	// Data is the event's data; the observer may read it, never change it.
-	Data map[string]any
+	// Event is one of the timeline's event types (state.TickEvent,
+	// state.StopEvent...) or TickStarted; the observer may read it, never
+	// change it.
+	Event state.EventData
 }
 
 // GenAIProvider is gen_ai.provider.name for the calls of an agent of kind,

@@ -105,12 +105,12 @@ func (s *Supervisor) runProcess(ctx context.Context, phase string, spec proc.Spe
 	}
 	spec.OnStart = func(p proc.Proc) error {
 		s.st.AgentProcess = &state.Process{PID: p.PID, PGID: p.PGID, StartTime: p.StartTime, StartedAt: p.StartedAt.UTC(), Phase: phase, Argv0: spec.Argv[0]}
-		started := map[string]any{"pid": p.PID, "pgid": p.PGID, "argv0": spec.Argv[0]}
+		started := state.ProcessStartedEvent{PID: p.PID, PGID: p.PGID, Argv0: spec.Argv[0]}
 		if phase != state.PhaseImplement {
 			// A check's command as configured: an agent's argv may carry the prompt.
-			started["command"] = commandLine(spec.Argv)
+			started.Command = commandLine(spec.Argv)
 		}
-		s.event("process_started", started)
+		s.event(started)
 		// The process waits at its gate until this returns: unrecorded, a
 		// crash would leave it working beside the resume, so it does not
 		// run at all when the record cannot be written.
@@ -133,8 +133,8 @@ func (s *Supervisor) runProcess(ctx context.Context, phase string, spec proc.Spe
 		err = environmentError(err, s.dir)
 	}
 	if err == nil {
-		s.event("process_ended", map[string]any{"exit_code": res.ExitCode, "duration_ms": res.Duration.Milliseconds(), "bytes": res.Bytes,
-			"timed_out": res.TimedOut, "idle": res.Idle, "canceled": res.Canceled})
+		s.event(state.ProcessEndedEvent{ExitCode: res.ExitCode, DurationMS: res.Duration.Milliseconds(), Bytes: res.Bytes,
+			TimedOut: res.TimedOut, Idle: res.Idle, Canceled: res.Canceled})
 	}
 	return res, err
 }
@@ -323,7 +323,7 @@ func (s *Supervisor) account(ar agents.Result, res proc.Result) {
 		call.CostEstimatedUSD = cost
 	}
 	st.Usage.AddCall(call)
-	s.event(state.AgentCallEvent, call.Event())
+	s.event(state.AgentCallEvent{Call: call})
 	if ar.SessionID != "" {
 		st.Usage.AgentSessionID = ar.SessionID
 		s.sessionID = ar.SessionID
@@ -395,7 +395,7 @@ func (s *Supervisor) afterImplement(ctx context.Context) (result, bool) {
 				out = append(out, fmt.Sprintf("%q (%s%s)", v.Path, r, committedNote(committed, v.Path)))
 			}
 			if len(vs) > 0 {
-				s.event("guard", map[string]any{"rule": kind, "files": evFiles, "rules": evRules})
+				s.event(state.GuardEvent{Rule: kind, Files: evFiles, Rules: evRules})
 			}
 			return out
 		}
@@ -420,7 +420,7 @@ func (s *Supervisor) afterImplement(ctx context.Context) (result, bool) {
 				rules = append(rules, "scope.lockfiles")
 				named = append(named, fmt.Sprintf("%q (scope.lockfiles%s)", l, committedNote(committed, l)))
 			}
-			s.event("guard", map[string]any{"rule": "lockfiles", "files": locks})
+			s.event(state.GuardEvent{Rule: "lockfiles", Files: locks})
 			return result{Event: Event{Outcome: LockfileChanged}, stop: &stop{Stop: stopreasons.Stop{Condition: "scope.lockfiles",
 				Message: fmt.Sprintf("lockfile(s) changed without --allow-deps: %s", strings.Join(named, ", ")),
 				Details: &stopreasons.StopDetails{Files: locks, Rules: rules, Committed: onlyIn(committed, locks)}}}}, true
@@ -806,7 +806,7 @@ func (s *Supervisor) checkpoint(ctx context.Context) result {
 			// guards judge only commits after it. The baseline stays: the
 			// user's files it records were left out of the commit.
 			st.GuardHead = sha
-			s.event("checkpoint_commit", map[string]any{"sha": sha, "milestone": st.MilestoneIndex + 1})
+			s.event(state.CheckpointCommitEvent{SHA: sha, Milestone: st.MilestoneIndex + 1})
 		}
 	}
 	return result{Event: Event{Outcome: Checkpointed}}
@@ -887,7 +887,7 @@ func (s *Supervisor) endMilestone(status string) {
 	switch status {
 	case state.MilestoneApproved:
 		st.Counters.ConsecutiveFails = 0
-		s.event("milestone_approved", map[string]any{"milestone": st.MilestoneIndex + 1, "goal": m.Goal})
+		s.event(state.MilestoneApprovedEvent{Milestone: st.MilestoneIndex + 1, Goal: m.Goal})
 		if n := s.o.Milestones; n != nil {
 			// Told beside the run, not in its way: a slow webhook must not
 			// hold the next tick, nor a signal's stop. finish waits for it.
@@ -902,7 +902,7 @@ func (s *Supervisor) endMilestone(status string) {
 		}
 	case state.MilestoneFailed:
 		st.Counters.ConsecutiveFails++
-		s.event("milestone_failed", map[string]any{"milestone": st.MilestoneIndex + 1, "retries": m.Retries})
+		s.event(state.MilestoneFailedEvent{Milestone: st.MilestoneIndex + 1, Retries: m.Retries})
 	case state.MilestoneRejected:
 		st.Counters.ConsecutiveFails++
 	}
@@ -932,9 +932,7 @@ func (s *Supervisor) closeAttempt(outcome string, retry bool, signature, errText
 		return
 	}
 	if outcome == state.OutcomeSwitched {
-		s.event("attempt", map[string]any{"milestone": st.MilestoneIndex + 1, "outcome": outcome, "attempt_tick": a.Tick,
-			"iteration": a.Iteration, "error": a.Error, "duration_ms": a.DurationMS, "exit_code": a.ExitCode, "cost_usd": a.CostUSD,
-			"log": a.Log, "agent": a.Agent})
+		s.event(attemptEvent(st.MilestoneIndex+1, a))
 		return
 	}
 	m := s.milestone()
@@ -961,9 +959,13 @@ func (s *Supervisor) closeAttempt(outcome string, retry bool, signature, errText
 	}
 	st.Statistics = st.Tally()
 	// The whole attempt: state.json lists only a milestone's last ones.
-	s.event("attempt", map[string]any{"milestone": st.MilestoneIndex + 1, "outcome": outcome, "signature": signature,
-		"attempt_tick": a.Tick, "iteration": a.Iteration, "error": a.Error, "duration_ms": a.DurationMS,
-		"exit_code": a.ExitCode, "cost_usd": a.CostUSD, "log": a.Log, "progress": a.Progress, "agent": a.Agent})
+	s.event(attemptEvent(st.MilestoneIndex+1, a))
+}
+
+// attemptEvent is the timeline's record of attempt a of milestone m (1-based).
+func attemptEvent(m int, a *state.Attempt) state.AttemptEvent {
+	return state.AttemptEvent{Milestone: m, Outcome: a.Outcome, Signature: a.ErrorSignature, AttemptTick: a.Tick, Iteration: a.Iteration,
+		Error: a.Error, DurationMS: a.DurationMS, ExitCode: a.ExitCode, CostUSD: a.CostUSD, Log: a.Log, Progress: a.Progress, Agent: a.Agent}
 }
 
 // commandLine is a verify or review process's command as the user wrote

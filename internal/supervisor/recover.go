@@ -23,21 +23,20 @@ func (s *Supervisor) RecoverCrash(st *state.State) (bool, error) {
 		return false, err
 	}
 	defer tl.Close()
-	detected := map[string]any{"milestone": st.MilestoneIndex + 1}
+	detected := state.CrashDetectedEvent{Milestone: st.MilestoneIndex + 1}
 	if p := st.AgentProcess; p != nil {
-		detected["pid"], detected["pgid"], detected["process_phase"], detected["argv0"] = p.PID, p.PGID, p.Phase, p.Argv0
+		detected.CrashedProcess = &state.CrashedProcess{PID: p.PID, PGID: p.PGID, Phase: p.Phase, Argv0: p.Argv0}
 	}
-	tl.Append("crash_detected", st.Tick, st.Phase, detected)
+	tl.Append(st.Tick, st.Phase, detected)
 
 	stopped := false
-	recovered := map[string]any{}
+	var recovered state.CrashRecoveredEvent
 	// The spend of the call in flight counts, as far as state.json knew
 	// it, before its group is stopped.
 	if call, ok := recoverCallUsage(st, s.recoveredAgent(st)); ok {
-		ev := call.Event()
-		recovered["call_usage_added"] = ev
-		ev["interrupted"] = true
-		tl.Append(state.AgentCallEvent, st.Tick, st.Phase, ev)
+		ev := state.AgentCallEvent{Call: call, Interrupted: true}
+		recovered.CallUsageAdded = &ev
+		tl.Append(st.Tick, st.Phase, ev)
 	}
 	if p := st.AgentProcess; p != nil {
 		stopped, err = proc.StopRecorded(proc.Proc{PID: p.PID, PGID: p.PGID, StartTime: p.StartTime}, s.cfg.Agent.KillGrace)
@@ -47,7 +46,7 @@ func (s *Supervisor) RecoverCrash(st *state.State) (bool, error) {
 		}
 		if lost := s.lostCallTime(st, p, stopped); lost > 0 {
 			st.ElapsedMS += lost.Milliseconds()
-			recovered["elapsed_added_ms"] = lost.Milliseconds()
+			recovered.ElapsedAddedMS = lost.Milliseconds()
 		}
 	}
 	// What the group stop missed: the rest of a group whose leader had
@@ -58,14 +57,14 @@ func (s *Supervisor) RecoverCrash(st *state.State) (bool, error) {
 	}
 	if len(left) > 0 {
 		stopped = true
-		recovered["tagged_pids"] = left
+		recovered.TaggedPIDs = left
 	}
-	recovered["stopped_process"] = stopped
+	recovered.StoppedProcess = stopped
 	st.AgentProcess = nil
 	if err := s.store.Save(st); err != nil {
 		return stopped, err
 	}
-	tl.Append("crash_recovered", st.Tick, st.Phase, recovered)
+	tl.Append(st.Tick, st.Phase, recovered)
 	return stopped, nil
 }
 
@@ -103,7 +102,7 @@ func (s *Supervisor) processTags(st *state.State) []string {
 func (s *Supervisor) stopLeftovers() error {
 	left, err := proc.StopTagged(s.cfg.Agent.KillGrace, s.processTags(s.st)...)
 	if len(left) > 0 {
-		s.event("leftovers_stopped", map[string]any{"pids": left})
+		s.event(state.LeftoversStoppedEvent{PIDs: left})
 	}
 	if err != nil {
 		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "stop the processes left by run %s", s.st.RunID)

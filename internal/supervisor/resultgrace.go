@@ -7,6 +7,7 @@ import (
 
 	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/proc"
+	"github.com/runr-dev/runr/internal/state"
 )
 
 // graceWatch ends an agent call whose CLI printed its final result but does
@@ -90,8 +91,8 @@ func (s *Supervisor) settleResult(w *graceWatch, res proc.Result) proc.Result {
 	if !fired || !res.Canceled || s.signalled() != nil || (!s.deadline.IsZero() && !s.o.Now().Before(s.deadline)) {
 		return res
 	}
-	s.event("agent_result_grace", map[string]any{"reason": "result_grace", "grace_ms": w.grace.Milliseconds(),
-		"after_result_ms": time.Since(seenAt).Milliseconds(), "exit_code": res.ExitCode, "killed": res.Killed})
+	s.event(state.ResultGraceEvent{Reason: "result_grace", GraceMS: w.grace.Milliseconds(),
+		AfterResultMS: time.Since(seenAt).Milliseconds(), ExitCode: res.ExitCode, Killed: res.Killed})
 	s.log.Info("the agent printed its result but did not exit: ended after agent.result_grace")
 	res.Canceled = false
 	res.ExitCode = 0

@@ -11,6 +11,7 @@ import (
 	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/proc"
 	"github.com/runr-dev/runr/internal/sandbox"
+	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
@@ -91,13 +92,13 @@ func (s *Supervisor) prepareSandbox(ctx context.Context) *stop {
 	}
 	plan, p, sp := s.planSandbox(ctx, tmp)
 	c.decision, c.policy = plan.Decision, p
-	s.event("sandbox", map[string]any{"mode": plan.Mode, "confined": plan.Confine, "abi": plan.ABI, "kernel": plan.Kernel,
-		"namespace": plan.Namespace, "namespace_error": plan.NamespaceError, "top_level_only": plan.TopLevel, "writable": plan.Writable, "read_only": plan.ReadOnly})
+	s.event(state.SandboxEvent{Mode: plan.Mode, Confined: plan.Confine, ABI: plan.ABI, Kernel: plan.Kernel,
+		Namespace: plan.Namespace, NamespaceError: plan.NamespaceError, TopLevelOnly: plan.TopLevel, Writable: plan.Writable, ReadOnly: plan.ReadOnly})
 	if sp != nil {
 		return sp
 	}
 	for _, w := range plan.Warnings {
-		s.o.Progress(Progress{RunID: s.st.RunID, Event: "warning", Message: w})
+		s.o.Progress(Progress{RunID: s.st.RunID, Msg: ProgressWarning{Message: w}})
 	}
 	if !plan.Confine {
 		return nil

@@ -210,8 +210,10 @@ func (w *spendWatch) stopped() (result, bool) {
 	st := w.s.st
 	sp := &stop{}
 	sp.Condition = w.exceeded
+	ev := state.BudgetStopEvent{Condition: w.exceeded}
 	if w.exceeded == "budget.max_cost_usd" {
 		sp.Value, sp.Threshold = round2(st.Usage.CostUSD), st.Budget.MaxCostUSD
+		ev.Value, ev.Threshold = round2(st.Usage.CostUSD), st.Budget.MaxCostUSD
 		sp.Message = fmt.Sprintf("the agent call was stopped mid-call: cost $%.2f reached the $%.2f budget", st.Usage.CostUSD, st.Budget.MaxCostUSD)
 		if st.Usage.CostEstimated {
 			sp.Message += " (estimated from tokens)"
@@ -219,9 +221,10 @@ func (w *spendWatch) stopped() (result, bool) {
 	} else {
 		used := st.Usage.InputTokens + st.Usage.OutputTokens
 		sp.Value, sp.Threshold = used, st.Budget.MaxTokens
+		ev.Value, ev.Threshold = float64(used), float64(st.Budget.MaxTokens)
 		sp.Message = fmt.Sprintf("the agent call was stopped mid-call: %d tokens reached the budget of %d", used, st.Budget.MaxTokens)
 	}
-	w.s.event("budget_stop", map[string]any{"condition": w.exceeded, "value": sp.Value, "threshold": sp.Threshold})
+	w.s.event(ev)
 	return result{Event: Event{Outcome: AgentCostCap}, stop: sp}, true
 }
 

@@ -98,34 +98,6 @@ type MilestoneNotifier interface {
 	MilestoneApproved(runID, runDir string, milestone int, goal string) error
 }
 
-// Progress is what the live line shows.
-type Progress struct {
-	RunID       string
-	Tick        int
-	Phase       string
-	Milestone   int // 1-based
-	Milestones  int
-	Elapsed     time.Duration
-	Budget      time.Duration
-	CostUSD     float64
-	Closest     *state.ConditionProg
-	Event       string // "tick" (a tick starts), "tick_done", "activity", "stop", "wait", "warning" (Message, said once)
-	Message     string
-	WaitingTill time.Time
-	ResetAt     time.Time // "wait": the limit's reset the wait runs to; zero for a backoff
-
-	// A tick_done says what the tick came to.
-	Outcome    string
-	Files      *FileCounts   // the changes of the tick's agent call
-	Verify     string        // "passed" or "failed", when the tick ran the checks
-	VerifyTime time.Duration // how long the checks took
-	// An activity is what the agent is doing now; only Event is set beside it.
-	Activity *agents.Activity
-	// Worker is the worker of a parallel run the progress is of (1-based);
-	// 0 for a sequential run and the parallel run's own events.
-	Worker int
-}
-
 // Supervisor runs one run.
 type Supervisor struct {
 	o       Options
@@ -221,7 +193,7 @@ func (s *Supervisor) Start(ctx context.Context) (*state.State, error) {
 	if err := s.openRunFiles(); err != nil {
 		return st, err
 	}
-	s.event("run_started", map[string]any{"repo": s.o.Repo, "milestones": len(milestones), "task_file": s.o.TaskFile})
+	s.event(state.RunStartedEvent{Repo: s.o.Repo, Milestones: len(milestones), TaskFile: s.o.TaskFile})
 	if stop := s.preflight(ctx); stop != nil {
 		return s.finish(stop)
 	}
@@ -307,7 +279,7 @@ func (s *Supervisor) Continue(ctx context.Context, st *state.State) (*state.Stat
 		if stop := s.preflight(ctx); stop != nil {
 			return s.finish(stop)
 		}
-		s.event("run_resumed", map[string]any{"milestone": st.MilestoneIndex + 1, "phase": st.Phase, "preflight": true})
+		s.event(state.RunResumedEvent{Milestone: st.MilestoneIndex + 1, Phase: st.Phase, Preflight: true})
 		return s.loop(ctx)
 	}
 	if stop := s.checkDir(); stop != nil {
@@ -335,7 +307,7 @@ func (s *Supervisor) Continue(ctx context.Context, st *state.State) (*state.Stat
 	if stop := s.claim(ctx); stop != nil {
 		return s.finish(stop)
 	}
-	s.event("run_resumed", map[string]any{"milestone": st.MilestoneIndex + 1, "phase": st.Phase})
+	s.event(state.RunResumedEvent{Milestone: st.MilestoneIndex + 1, Phase: st.Phase})
 	return s.loop(ctx)
 }
 
@@ -569,7 +541,7 @@ func (s *Supervisor) ensureWorktree(ctx context.Context) *stop {
 	}
 	st.Worktree, st.Branch = wt, branch
 	s.dir = wt
-	s.event("worktree_created", map[string]any{"path": wt, "branch": branch})
+	s.event(state.WorktreeCreatedEvent{Path: wt, Branch: branch})
 	// Recorded at once: a resume after a crash here takes this worktree
 	// instead of making its branch again.
 	if err := s.save(); err != nil {
@@ -638,7 +610,7 @@ func (s *Supervisor) prepareAgent() *stop {
 		return &stop{Stop: stopreasons.Stop{Code: stopreasons.CodeOf(err), Message: err.Error()}}
 	}
 	if w := agents.BudgetWarning(a, b.MaxCostUSD, b.MaxTokens, priced); w != "" {
-		s.event("budget_warning", map[string]any{"message": w})
+		s.event(state.BudgetWarningEvent{Message: w})
 		if s.log != nil {
 			s.log.Warn(w)
 		}
@@ -734,22 +706,21 @@ func (s *Supervisor) elapsed() time.Duration {
 // reaches the timeline with the next write of state.json, after it: the
 // timeline never tells of an attempt, an approval or a commit that
 // state.json does not hold (DESIGN §2: persist, then timeline).
-func (s *Supervisor) event(typ string, data map[string]any) {
-	s.pending = append(s.pending, pendingEvent{typ: typ, tick: s.st.Tick, phase: s.st.Phase, data: data})
-	s.observe(typ, data)
+func (s *Supervisor) event(data state.EventData) {
+	s.pending = append(s.pending, pendingEvent{tick: s.st.Tick, phase: s.st.Phase, data: data})
+	s.observe(data)
 }
 
-func (s *Supervisor) observe(typ string, data map[string]any) {
+func (s *Supervisor) observe(data state.EventData) {
 	if s.o.Observer != nil {
-		s.o.Observer.Observe(Observation{RunID: s.st.RunID, Type: typ, Tick: s.st.Tick, Phase: s.st.Phase, Time: s.o.Now(), Data: data})
+		s.o.Observer.Observe(Observation{RunID: s.st.RunID, Tick: s.st.Tick, Phase: s.st.Phase, Time: s.o.Now(), Event: data})
 	}
 }
 
 type pendingEvent struct {
-	typ   string
 	tick  int
 	phase string
-	data  map[string]any
+	data  state.EventData
 }
 
 // flushEvents appends the recorded events to the timeline.
@@ -760,7 +731,7 @@ func (s *Supervisor) flushEvents() {
 		return
 	}
 	for _, e := range events {
-		if err := s.tl.Append(e.typ, e.tick, e.phase, e.data); err != nil && s.log != nil {
+		if err := s.tl.Append(e.tick, e.phase, e.data); err != nil && s.log != nil {
 			s.log.Warn("timeline append failed", zap.Error(err))
 		}
 	}

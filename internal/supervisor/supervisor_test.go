@@ -117,7 +117,7 @@ func outcomes(m state.Milestone) []string {
 func events(t *testing.T, r *run, id string) []string {
 	var types []string
 	require.NoError(t, state.ScanTimeline(r.store.TimelinePath(id), func(e state.Event) error {
-		types = append(types, e.Type)
+		types = append(types, e.Type())
 		return nil
 	}))
 	return types

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/supervisor"
 )
@@ -48,7 +49,6 @@ const (
 	attrPhase          = "runr.phase"
 	attrMilestone      = "runr.milestone"
 	attrOutcome        = "runr.outcome"
-	attrWorker         = "runr.worker"
 	attrCostUSD        = "cost_usd"
 	attrCostSource     = "cost_source"
 	attrGuardRule      = "runr.guard.rule"
@@ -156,11 +156,9 @@ func (o *observer) Observe(ev supervisor.Observation) {
 	if o.run == nil {
 		o.startRun(ev)
 	}
-	switch ev.Type {
-	case "run_started", "run_resumed":
-		if n, ok := intOf(ev.Data["milestones"]); ok {
-			o.run.SetAttributes(attribute.Int(attrMilestones, n))
-		}
+	switch e := ev.Event.(type) {
+	case state.RunStartedEvent:
+		o.run.SetAttributes(attribute.Int(attrMilestones, e.Milestones))
 	case supervisor.TickStarted:
 		o.endTick(ev.Time, "", nil)
 		o.tickPhase = ev.Phase
@@ -169,32 +167,30 @@ func (o *observer) Observe(ev supervisor.Observation) {
 		if ev.Phase == "checkpoint" {
 			_, o.checkpoint = o.tracer.Start(o.tickCtx, SpanCheckpoint, trace.WithTimestamp(ev.Time))
 		}
-	case "process_started":
-		o.processStarted(ev)
-	case "process_ended":
-		o.processEnded(ev)
-	case "agent_call":
-		o.finishCall(ev.Data)
-	case "guard":
+	case state.ProcessStartedEvent:
+		o.processStarted(ev, e)
+	case state.ProcessEndedEvent:
+		o.processEnded(ev, e)
+	case state.AgentCallEvent:
+		o.finishCall(callUsage{agent: e.Agent, model: e.Model, in: e.InputTokens, out: e.OutputTokens, cacheRead: e.CacheReadTokens,
+			cacheWrite: e.CacheWriteTokens, src: e.CostSource, cost: e.CostUSD()})
+	case state.GuardEvent:
 		if o.guard != nil {
-			rule, _ := ev.Data["rule"].(string)
-			o.guard.SetAttributes(attribute.String(attrGuardRule, rule), attribute.StringSlice(attrGuardFiles, stringsOf(ev.Data["files"])))
-			o.guard.SetStatus(codes.Error, "guard violation: "+rule)
+			o.guard.SetAttributes(attribute.String(attrGuardRule, e.Rule), attribute.StringSlice(attrGuardFiles, e.Files))
+			o.guard.SetStatus(codes.Error, "guard violation: "+e.Rule)
 		}
-	case "checkpoint_commit":
+	case state.CheckpointCommitEvent:
 		if o.checkpoint != nil {
-			sha, _ := ev.Data["sha"].(string)
-			o.checkpoint.SetAttributes(attribute.String(attrCommit, sha))
+			o.checkpoint.SetAttributes(attribute.String(attrCommit, e.SHA))
 		}
-	case "attempt":
+	case state.AttemptEvent:
 		if o.tick != nil {
-			outcome, _ := ev.Data["outcome"].(string)
-			o.tick.AddEvent("runr.attempt", trace.WithTimestamp(ev.Time), trace.WithAttributes(attribute.String(attrOutcome, outcome)))
+			o.tick.AddEvent("runr.attempt", trace.WithTimestamp(ev.Time), trace.WithAttributes(attribute.String(attrOutcome, e.Outcome)))
 		}
-	case "tick":
-		o.endTick(ev.Time, "", ev.Data)
-	case "stop":
-		o.stop(ev)
+	case state.TickEvent:
+		o.endTick(ev.Time, "", &e)
+	case state.StopEvent:
+		o.stop(ev.Time, e)
 	}
 }
 
@@ -204,7 +200,7 @@ func (o *observer) startRun(ev supervisor.Observation) {
 		trace.WithAttributes(attribute.String(attrRunID, ev.RunID), attribute.String(attrAgent, o.agent)))
 }
 
-func (o *observer) processStarted(ev supervisor.Observation) {
+func (o *observer) processStarted(ev supervisor.Observation, e state.ProcessStartedEvent) {
 	o.endProcess(ev.Time, nil)
 	parent := o.tickCtx
 	if parent == nil {
@@ -225,25 +221,23 @@ func (o *observer) processStarted(ev supervisor.Observation) {
 		if ev.Phase == "review" {
 			name = SpanReview
 		}
-		cmd, _ := ev.Data["command"].(string)
-		o.procCommand = cmd
-		_, o.proc = o.tracer.Start(parent, name, trace.WithTimestamp(ev.Time), trace.WithAttributes(attribute.String(attrCommandLine, cmd)))
+		o.procCommand = e.Command
+		_, o.proc = o.tracer.Start(parent, name, trace.WithTimestamp(ev.Time), trace.WithAttributes(attribute.String(attrCommandLine, e.Command)))
 	default:
 		o.proc = nil
 	}
 }
 
-func (o *observer) processEnded(ev supervisor.Observation) {
+func (o *observer) processEnded(ev supervisor.Observation, e state.ProcessEndedEvent) {
 	if o.proc == nil {
 		return
 	}
-	exit, _ := intOf(ev.Data["exit_code"])
-	ms, _ := intOf(ev.Data["duration_ms"])
-	d := time.Duration(ms) * time.Millisecond
+	exit := e.ExitCode
+	d := time.Duration(e.DurationMS) * time.Millisecond
 	o.proc.SetAttributes(attribute.Int(attrProcExitCode, exit))
-	cut := truthy(ev.Data["timed_out"]) || truthy(ev.Data["idle"]) || truthy(ev.Data["canceled"])
+	cut := e.TimedOut || e.Idle || e.Canceled
 	if exit != 0 || cut {
-		o.proc.SetStatus(codes.Error, processError(exit, ev.Data))
+		o.proc.SetStatus(codes.Error, processError(e))
 	}
 	switch o.procPhase {
 	case "implement":
@@ -262,44 +256,46 @@ func (o *observer) processEnded(ev supervisor.Observation) {
 	o.proc = nil
 }
 
-func processError(exit int, d map[string]any) string {
+func processError(e state.ProcessEndedEvent) string {
 	switch {
-	case truthy(d["timed_out"]):
+	case e.TimedOut:
 		return "timed out"
-	case truthy(d["idle"]):
+	case e.Idle:
 		return "no output for the idle timeout"
-	case truthy(d["canceled"]):
+	case e.Canceled:
 		return "canceled"
 	}
-	return fmt.Sprintf("exit code %d", exit)
+	return fmt.Sprintf("exit code %d", e.ExitCode)
 }
 
-// finishCall ends the pending agent call with its usage: an agent_call
-// event's fields, or a tick record's (the tick's call).
-func (o *observer) finishCall(d map[string]any) {
+// callUsage is what an agent call used, as an event tells it: the ledger's
+// agent_call, or a tick's record of its call; the zero value when no
+// event told it.
+type callUsage struct {
+	agent, model                   string // agent "": the run's
+	in, out, cacheRead, cacheWrite int64
+	src                            string
+	cost                           float64 // the cost that counts
+}
+
+// finishCall ends the pending agent call with its usage.
+func (o *observer) finishCall(u callUsage) {
 	c := o.call
 	if c == nil {
 		return
 	}
 	o.call = nil
-	agent, _ := d["agent"].(string)
+	agent, model, src, cost := u.agent, u.model, u.src, u.cost
 	if agent == "" {
 		agent = o.agent
 	}
-	model, _ := d["model"].(string)
-	in, _ := intOf(d["input_tokens"])
-	out, _ := intOf(d["output_tokens"])
-	cacheRead, _ := intOf(d["cache_read_tokens"])
-	cacheWrite, _ := intOf(d["cache_write_tokens"])
-	src, _ := d["cost_source"].(string)
-	cost := callCost(d, src)
 	attrs := []attribute.KeyValue{attribute.String(attrAgent, agent), attribute.String(attrGenAIProvider, providerOf(agent)), attribute.String(attrGenAISystem, providerOf(agent)),
-		attribute.Int(attrGenAIInput, in), attribute.Int(attrGenAIOutput, out), attribute.Float64(attrCostUSD, cost), attribute.String(attrCostSource, src)}
-	if cacheRead > 0 {
-		attrs = append(attrs, attribute.Int(attrCacheRead, cacheRead))
+		attribute.Int64(attrGenAIInput, u.in), attribute.Int64(attrGenAIOutput, u.out), attribute.Float64(attrCostUSD, cost), attribute.String(attrCostSource, src)}
+	if u.cacheRead > 0 {
+		attrs = append(attrs, attribute.Int64(attrCacheRead, u.cacheRead))
 	}
-	if cacheWrite > 0 {
-		attrs = append(attrs, attribute.Int(attrCacheWrite, cacheWrite))
+	if u.cacheWrite > 0 {
+		attrs = append(attrs, attribute.Int64(attrCacheWrite, u.cacheWrite))
 	}
 	if model != "" {
 		attrs = append(attrs, attribute.String(attrGenAIRespModel, model))
@@ -319,10 +315,10 @@ func (o *observer) finishCall(d map[string]any) {
 	o.m.callDuration.Record(ctx, c.duration.Seconds(), who)
 	for _, t := range []struct {
 		typ string
-		n   int
-	}{{"input", in}, {"output", out}, {"cache_read", cacheRead}, {"cache_write", cacheWrite}} {
+		n   int64
+	}{{"input", u.in}, {"output", u.out}, {"cache_read", u.cacheRead}, {"cache_write", u.cacheWrite}} {
 		if t.n > 0 {
-			o.m.tokens.Add(ctx, int64(t.n), metric.WithAttributes(attribute.String("type", t.typ), attribute.String(attrGenAIModel, model)))
+			o.m.tokens.Add(ctx, t.n, metric.WithAttributes(attribute.String("type", t.typ), attribute.String(attrGenAIModel, model)))
 		}
 	}
 	if cost > 0 {
@@ -330,27 +326,10 @@ func (o *observer) finishCall(d map[string]any) {
 	}
 }
 
-// callCost is the cost that counts for a call: the ledger's figure its
-// cost_source names, else the tick record's.
-func callCost(d map[string]any, src string) float64 {
-	switch src {
-	case "reported":
-		if v, ok := floatOf(d["cost_reported_usd"]); ok {
-			return v
-		}
-	case "estimated":
-		if v, ok := floatOf(d["cost_estimated_usd"]); ok {
-			return v
-		}
-	}
-	v, _ := floatOf(d["call_cost_usd"])
-	return v
-}
-
 // endCall ends a pending call whose usage never came (a stop mid-tick).
 func (o *observer) endCall() {
 	if o.call != nil {
-		o.finishCall(map[string]any{})
+		o.finishCall(callUsage{})
 	}
 }
 
@@ -374,9 +353,14 @@ func (o *observer) endProcess(at time.Time, why *string) {
 
 // endTick ends the open tick, with the tick record d (nil when the tick
 // was cut short: outcome says why).
-func (o *observer) endTick(at time.Time, outcome string, d map[string]any) {
+func (o *observer) endTick(at time.Time, outcome string, d *state.TickEvent) {
 	if d != nil && o.call != nil {
-		o.finishCall(d)
+		var u callUsage
+		if c := d.TickCall; c != nil {
+			u = callUsage{model: c.Model, in: c.InputTokens, out: c.OutputTokens, cacheRead: c.CacheReadTokens,
+				cacheWrite: c.CacheWriteTokens, src: c.CostSource, cost: c.CallCostUSD}
+		}
+		o.finishCall(u)
 	}
 	o.endProcess(at, nil)
 	o.endCall()
@@ -391,19 +375,10 @@ func (o *observer) endTick(at time.Time, outcome string, d map[string]any) {
 	if o.tick == nil {
 		return
 	}
-	phase, _ := d["phase"].(string)
+	phase := ""
 	if d != nil {
-		if s, ok := d["outcome"].(string); ok {
-			outcome = s
-		}
-		attrs := []attribute.KeyValue{attribute.String(attrOutcome, outcome)}
-		if m, ok := intOf(d["milestone"]); ok {
-			attrs = append(attrs, attribute.Int(attrMilestone, m))
-		}
-		if w, ok := intOf(d["worker"]); ok {
-			attrs = append(attrs, attribute.Int(attrWorker, w))
-		}
-		o.tick.SetAttributes(attrs...)
+		phase, outcome = d.Phase, d.Outcome
+		o.tick.SetAttributes(attribute.String(attrOutcome, outcome), attribute.Int(attrMilestone, d.Milestone))
 	} else {
 		o.tick.SetAttributes(attribute.String(attrOutcome, outcome))
 	}
@@ -416,31 +391,22 @@ func (o *observer) endTick(at time.Time, outcome string, d map[string]any) {
 }
 
 // stop ends the run span with the stop as its event.
-func (o *observer) stop(ev supervisor.Observation) {
-	code, _ := ev.Data["code"].(string)
-	exit, _ := intOf(ev.Data["exit_code"])
-	terminal, _ := ev.Data["terminal_status"].(string)
-	condition, _ := ev.Data["condition"].(string)
-	message, _ := ev.Data["message"].(string)
-	o.endTick(ev.Time, "stopped: "+code, nil)
-	attrs := []attribute.KeyValue{attribute.String(attrStopReason, code), attribute.Int(attrExitCode, exit), attribute.String(attrTerminalStatus, terminal)}
-	o.run.AddEvent(EventStop, trace.WithTimestamp(ev.Time),
-		trace.WithAttributes(append(attrs, attribute.String(attrStopCondition, condition), attribute.String(attrStopMessage, message))...))
-	if n, ok := intOf(ev.Data["milestones"]); ok {
-		attrs = append(attrs, attribute.Int(attrMilestones, n))
-	}
-	if n, ok := intOf(ev.Data["approved"]); ok {
-		attrs = append(attrs, attribute.Int(attrApproved, n))
-	}
+func (o *observer) stop(at time.Time, e state.StopEvent) {
+	code := e.Code
+	o.endTick(at, "stopped: "+code, nil)
+	attrs := []attribute.KeyValue{attribute.String(attrStopReason, code), attribute.Int(attrExitCode, e.ExitCode), attribute.String(attrTerminalStatus, e.TerminalStatus)}
+	o.run.AddEvent(EventStop, trace.WithTimestamp(at),
+		trace.WithAttributes(append(attrs, attribute.String(attrStopCondition, e.Condition), attribute.String(attrStopMessage, e.Message))...))
+	attrs = append(attrs, attribute.Int(attrMilestones, e.Milestones), attribute.Int(attrApproved, e.Approved))
 	o.run.SetAttributes(attrs...)
 	switch {
 	case code == string(stopreasons.Complete):
 		o.run.SetStatus(codes.Ok, "")
-	case terminal == stopreasons.AbortedError:
+	case e.TerminalStatus == stopreasons.AbortedError:
 		o.run.SetStatus(codes.Error, code)
 	}
 	o.m.stops.Add(context.Background(), 1, metric.WithAttributes(attribute.String("reason", code)))
-	o.run.End(trace.WithTimestamp(ev.Time))
+	o.run.End(trace.WithTimestamp(at))
 	// A continuation in the same invocation (an automatic resume) is a
 	// run span of its own.
 	o.run, o.runCtx = nil, nil
@@ -456,47 +422,4 @@ func (o *observer) close(at time.Time) {
 	o.endTick(at, "unfinished", nil)
 	o.run.End(trace.WithTimestamp(at))
 	o.run, o.runCtx = nil, nil
-}
-
-func intOf(v any) (int, bool) {
-	switch n := v.(type) {
-	case int:
-		return n, true
-	case int64:
-		return int(n), true
-	case float64:
-		return int(n), true
-	}
-	return 0, false
-}
-
-func floatOf(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	}
-	return 0, false
-}
-
-func truthy(v any) bool {
-	b, _ := v.(bool)
-	return b
-}
-
-func stringsOf(v any) []string {
-	switch l := v.(type) {
-	case []string:
-		return l
-	case []any:
-		out := make([]string, 0, len(l))
-		for _, x := range l {
-			out = append(out, fmt.Sprint(x))
-		}
-		return out
-	}
-	return nil
 }

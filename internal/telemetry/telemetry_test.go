@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/supervisor"
 )
 
@@ -164,16 +165,16 @@ func feed(o supervisor.Observer, obs ...supervisor.Observation) {
 func TestObserverAgentCallLedger(t *testing.T) {
 	r := newRecorder(context.Background())
 	feed(r.obs,
-		supervisor.Observation{Type: "run_started", Data: map[string]any{"milestones": 1}},
-		supervisor.Observation{Type: supervisor.TickStarted, Tick: 1, Phase: "implement"},
-		supervisor.Observation{Type: "process_started", Tick: 1, Phase: "implement", Data: map[string]any{"pid": 1}},
-		supervisor.Observation{Type: "process_ended", Tick: 1, Phase: "implement", Data: map[string]any{"exit_code": 0, "duration_ms": int64(2500)}},
-		supervisor.Observation{Type: "agent_call", Tick: 1, Phase: "implement", Data: map[string]any{"agent": "claude", "model": "claude-opus-4-1",
-			"input_tokens": int64(10), "cache_read_tokens": int64(5000), "cache_write_tokens": int64(700), "output_tokens": int64(90),
-			"cost_reported_usd": 0.42, "cost_estimated_usd": 0.40, "cost_source": "reported", "duration_ms": int64(2500)}},
+		supervisor.Observation{Event: state.RunStartedEvent{Milestones: 1}},
+		supervisor.Observation{Event: supervisor.TickStarted{}, Tick: 1, Phase: "implement"},
+		supervisor.Observation{Event: state.ProcessStartedEvent{PID: 1}, Tick: 1, Phase: "implement"},
+		supervisor.Observation{Event: state.ProcessEndedEvent{ExitCode: 0, DurationMS: 2500}, Tick: 1, Phase: "implement"},
+		supervisor.Observation{Event: state.AgentCallEvent{Call: state.Call{Agent: "claude", Model: "claude-opus-4-1",
+			InputTokens: 10, CacheReadTokens: 5000, CacheWriteTokens: 700, OutputTokens: 90,
+			CostReportedUSD: 0.42, CostEstimatedUSD: 0.40, CostSource: "reported", DurationMS: 2500}}, Tick: 1, Phase: "implement"},
 		// The tick record's own figures do not count the call twice.
-		supervisor.Observation{Type: "tick", Tick: 1, Phase: "verify", Data: map[string]any{"phase": "implement", "milestone": 1, "outcome": "agent done",
-			"input_tokens": int64(10), "output_tokens": int64(90), "call_cost_usd": 0.42, "cost_source": "reported"}},
+		supervisor.Observation{Event: state.TickEvent{Phase: "implement", Milestone: 1, Outcome: "agent done",
+			TickCall: &state.TickCall{InputTokens: 10, OutputTokens: 90, CallCostUSD: 0.42, CostSource: "reported"}}, Tick: 1, Phase: "verify"},
 	)
 	calls := r.named(SpanAgentCall)
 	require.Len(t, calls, 1)
@@ -205,15 +206,15 @@ func TestObserverStopMidCall(t *testing.T) {
 		TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled, Remote: true}))
 	r := newRecorder(parent)
 	feed(r.obs,
-		supervisor.Observation{Type: "run_started", Data: map[string]any{"milestones": 3}},
-		supervisor.Observation{Type: supervisor.TickStarted, Tick: 1, Phase: "implement"},
-		supervisor.Observation{Type: "process_started", Tick: 1, Phase: "implement"},
-		supervisor.Observation{Type: "process_ended", Tick: 1, Phase: "implement", Data: map[string]any{"exit_code": -1, "duration_ms": int64(1000), "timed_out": true}},
-		supervisor.Observation{Type: "stop", Tick: 1, Phase: "implement", Data: map[string]any{"code": "worker_timeout", "exit_code": 32,
-			"terminal_status": "aborted_error", "milestones": 3, "approved": 0, "condition": "agent.timeout"}},
-		supervisor.Observation{Type: "run_resumed", Tick: 1, Phase: "implement"},
-		supervisor.Observation{Type: "stop", Tick: 1, Phase: "implement", Data: map[string]any{"code": "user_stopped", "exit_code": 130,
-			"terminal_status": "aborted_user", "milestones": 3, "approved": 0}},
+		supervisor.Observation{Event: state.RunStartedEvent{Milestones: 3}},
+		supervisor.Observation{Event: supervisor.TickStarted{}, Tick: 1, Phase: "implement"},
+		supervisor.Observation{Event: state.ProcessStartedEvent{}, Tick: 1, Phase: "implement"},
+		supervisor.Observation{Event: state.ProcessEndedEvent{ExitCode: -1, DurationMS: 1000, TimedOut: true}, Tick: 1, Phase: "implement"},
+		supervisor.Observation{Event: state.StopEvent{Code: "worker_timeout", ExitCode: 32,
+			TerminalStatus: "aborted_error", Milestones: 3, Approved: 0, Condition: "agent.timeout"}, Tick: 1, Phase: "implement"},
+		supervisor.Observation{Event: state.RunResumedEvent{}, Tick: 1, Phase: "implement"},
+		supervisor.Observation{Event: state.StopEvent{Code: "user_stopped", ExitCode: 130,
+			TerminalStatus: "aborted_user", Milestones: 3, Approved: 0}, Tick: 1, Phase: "implement"},
 	)
 	runs := r.named(SpanRun)
 	require.Len(t, runs, 2)
@@ -247,7 +248,7 @@ func TestObserverStopMidCall(t *testing.T) {
 // error before recording one).
 func TestObserverClose(t *testing.T) {
 	r := newRecorder(context.Background())
-	feed(r.obs, supervisor.Observation{Type: "run_started"}, supervisor.Observation{Type: supervisor.TickStarted, Tick: 1, Phase: "verify"})
+	feed(r.obs, supervisor.Observation{Event: state.RunStartedEvent{}}, supervisor.Observation{Event: supervisor.TickStarted{}, Tick: 1, Phase: "verify"})
 	assert.Empty(t, r.spans.Ended())
 	r.obs.close(time.Now())
 	assert.Len(t, r.named(SpanRun), 1)

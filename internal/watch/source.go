@@ -236,23 +236,22 @@ func (s *Source) liveRun(id string, c *cached) Run {
 // activityText is what an event says the agent is doing, "" for events
 // that say nothing of it.
 func activityText(ev state.Event) string {
-	str := func(k string) string { v, _ := ev.Data[k].(string); return v }
-	switch ev.Type {
-	case "activity":
-		switch str("kind") {
+	switch d := ev.Data.(type) {
+	case state.ActivityEvent:
+		switch d.Kind {
 		case "tool":
-			return "> " + str("tool") + " " + str("text")
+			return "> " + d.Tool + " " + d.Text
 		case "tool_error":
-			return "! " + str("tool") + " failed: " + str("text")
+			return "! " + d.Tool + " failed: " + d.Text
 		default:
-			return "\" " + str("text")
+			return "\" " + d.Text
 		}
-	case "process_started":
+	case state.ProcessStartedEvent:
 		what := "agent"
 		if ev.Phase != state.PhaseImplement {
 			what = ev.Phase
 		}
-		return what + " started (" + filepath.Base(str("argv0")) + ")"
+		return what + " started (" + filepath.Base(d.Argv0) + ")"
 	}
 	return ""
 }

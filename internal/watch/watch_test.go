@@ -73,10 +73,10 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(func() { lock.Release() })
 	tl, err := store.OpenTimeline(liveID)
 	require.NoError(t, err)
-	require.NoError(t, tl.Append("run_started", 0, "", map[string]any{"milestones": 3}))
-	require.NoError(t, tl.Append("tick", 1, state.PhaseImplement, map[string]any{"phase": "implement", "next": "verify", "milestone": 1, "outcome": "agent done"}))
-	require.NoError(t, tl.Append("process_started", 5, state.PhaseImplement, map[string]any{"pid": 1, "pgid": 1, "argv0": "/usr/bin/claude"}))
-	require.NoError(t, tl.Append("activity", 5, state.PhaseImplement, map[string]any{"kind": "tool", "tool": "Edit", "text": "a_test.go\x1b[2J"}))
+	require.NoError(t, tl.Append(0, "", state.RunStartedEvent{Milestones: 3}))
+	require.NoError(t, tl.Append(1, state.PhaseImplement, state.TickEvent{Phase: "implement", Next: "verify", Milestone: 1, Outcome: "agent done"}))
+	require.NoError(t, tl.Append(5, state.PhaseImplement, state.ProcessStartedEvent{PID: 1, PGID: 1, Argv0: "/usr/bin/claude"}))
+	require.NoError(t, tl.Append(5, state.PhaseImplement, state.ActivityEvent{Kind: "tool", Tool: "Edit", Text: "a_test.go\x1b[2J"}))
 	require.NoError(t, tl.Close())
 	return &fixture{store: store, lock: lock, now: now}
 }
@@ -146,7 +146,7 @@ func TestSourceFollowsStateAndTimelineAcrossReads(t *testing.T) {
 	require.NoError(t, f.store.Save(st))
 	tl, err := f.store.OpenTimeline(liveID)
 	require.NoError(t, err)
-	require.NoError(t, tl.Append("activity", 6, state.PhaseImplement, map[string]any{"kind": "message", "text": "all green"}))
+	require.NoError(t, tl.Append(6, state.PhaseImplement, state.ActivityEvent{Kind: "message", Text: "all green"}))
 	require.NoError(t, tl.Close())
 
 	runs, err := src.Runs()
@@ -381,7 +381,7 @@ func TestEnterFollowsTheTranscript(t *testing.T) {
 	// More events come in as the run goes on.
 	tl, err := f.store.OpenTimeline(liveID)
 	require.NoError(t, err)
-	require.NoError(t, tl.Append("activity", 5, state.PhaseImplement, map[string]any{"kind": "tool", "tool": "Bash", "text": "go test ./..."}))
+	require.NoError(t, tl.Append(5, state.PhaseImplement, state.ActivityEvent{Kind: "tool", Tool: "Bash", Text: "go test ./..."}))
 	require.NoError(t, tl.Close())
 	m = update(t, m, m.follow.poll()())
 	assert.Contains(t, m.View(), "> Bash go test ./...")
