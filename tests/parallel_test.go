@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -186,4 +187,56 @@ func TestParallelAgentSeesTheRun(t *testing.T) {
 		assert.Equal(t, filepath.Join(repo, ".git", "runr", "runs", "seen"), f[3], "RUNR_RUN_DIR of %s", m)
 	}
 	assert.NotEmpty(t, workers)
+}
+
+// TestParallelStopRecordsWhatASequentialRunDoes: a parallel run's stop
+// event and statistics carry every field a sequential run's do, with the
+// figures of its workers' attempts: one milestone needs a second attempt,
+// so the retry rate is one in two.
+func TestParallelStopRecordsWhatASequentialRunDoes(t *testing.T) {
+	agent := `if [ "$RUNR_MILESTONE" = 1 ] && [ ! -f tried1 ]; then echo 1 > tried1; else echo x > "ok$RUNR_MILESTONE"; fi; echo "RUNR_STATUS: done"`
+	stopOf := func(workers string) (map[string]any, map[string]any) {
+		repo := newRepo(t)
+		require.NoError(t, os.WriteFile(filepath.Join(repo, "TASK.md"), []byte("# Two\n- [ ] one\n- [ ] two\n"), 0o644))
+		code, stdout, stderr := runrEnv(t, repo, nil, "run", "--task", "TASK.md", "--parallel", workers,
+			"--verify", "ls ok* >/dev/null 2>&1", "--", "sh", "-c", agent)
+		require.Equal(t, 0, code, "--parallel %s\nstdout: %s\nstderr: %s", workers, stdout, stderr)
+		dir, err := latestRunDir(repo)
+		require.NoError(t, err)
+		b, err := os.ReadFile(filepath.Join(dir, "timeline.jsonl"))
+		require.NoError(t, err)
+		var stop map[string]any
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var ev struct {
+				Type string         `json:"type"`
+				Data map[string]any `json:"data"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(line), &ev))
+			if ev.Type == "stop" {
+				stop = ev.Data
+			}
+		}
+		require.NotNil(t, stop, "--parallel %s: the timeline has a stop event", workers)
+		stats, _ := readState(t, repo)["statistics"].(map[string]any)
+		return stop, stats
+	}
+	seqStop, seqStats := stopOf("1")
+	parStop, parStats := stopOf("2")
+	keys := func(m map[string]any) []string {
+		var out []string
+		for k := range m {
+			out = append(out, k)
+		}
+		slices.Sort(out)
+		return out
+	}
+	assert.Equal(t, keys(seqStop), keys(parStop), "the stop event's fields")
+	assert.Equal(t, "done_success", parStop["terminal_status"])
+	assert.EqualValues(t, 2, parStop["approved"])
+	assert.EqualValues(t, 2, parStop["milestones"])
+	assert.Equal(t, keys(seqStats), keys(parStats), "the statistics' fields")
+	for _, k := range []string{"attempted", "approved", "retry_rate", "reject_rate"} {
+		assert.Equal(t, seqStats[k], parStats[k], "statistics.%s of a parallel run as of a sequential one", k)
+	}
+	assert.EqualValues(t, 0.5, parStats["retry_rate"])
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/proc"
-	"github.com/runr-dev/runr/internal/report"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopconditions"
 	"github.com/runr-dev/runr/internal/stopreasons"
@@ -1067,17 +1066,7 @@ func (c *coordinator) finish(sp *stopreasons.Stop) (*state.State, error) {
 	}
 	now := c.o.Now().UTC()
 	st.ElapsedMS = c.baseMS + now.Sub(c.start).Milliseconds()
-	st.Statistics = st.Tally()
-	reason := state.NewStopReason(sp.Code, st.Statistics.Approved, sp.Message)
-	full := *sp
-	if full.Details == nil {
-		full.Details = &stopreasons.StopDetails{}
-	}
-	reason.Stop = full
-	st.StopReason = reason
-	st.RunStatus = stopreasons.RunStatus(sp.Code)
-	st.StoppedAt = &now
-	st.Resumable = sp.Code != stopreasons.Complete
+	// A resume goes back to the first milestone not approved.
 	st.MilestoneIndex = len(st.Milestones)
 	for i, m := range st.Milestones {
 		if m.Status != state.MilestoneApproved {
@@ -1085,22 +1074,12 @@ func (c *coordinator) finish(sp *stopreasons.Stop) (*state.State, error) {
 			break
 		}
 	}
-	if st.Resumable {
-		st.ResumeFrom = &state.ResumeFrom{Milestone: min(st.MilestoneIndex+1, len(st.Milestones)), Phase: state.PhaseImplement}
-		st.Phase = state.PhaseImplement
-	} else {
-		st.ResumeFrom, st.Phase = nil, state.PhaseStopped
-	}
 	if sp.Code == stopreasons.Complete {
 		c.cleanUp()
 	}
-	c.event(state.StopEvent{Code: string(sp.Code), Condition: sp.Condition, Message: sp.Message, ExitCode: reason.ExitCode,
-		TerminalStatus: reason.TerminalStatus, Milestones: len(st.Milestones), Approved: st.Statistics.Approved})
-	err := c.save()
-	if werr := report.WriteStop(c.runDir, st); werr != nil && err == nil {
-		err = werr
-	}
-	c.store.ClearStopRequest(st.RunID)
+	err := supervisor.RecordStop(c.store, st, supervisor.StopRecord{Stop: *sp, Now: now,
+		Resume: state.ResumeFrom{Milestone: st.MilestoneIndex + 1, Phase: state.PhaseImplement},
+		Event:  c.event, Save: c.save})
 	c.o.Progress(supervisor.Progress{RunID: st.RunID, Milestones: len(st.Milestones), Msg: supervisor.ProgressStop{Message: sp.Message}})
 	return st, err
 }

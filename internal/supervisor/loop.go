@@ -9,7 +9,6 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/runr-dev/runr/internal/guard"
-	"github.com/runr-dev/runr/internal/report"
 	"github.com/runr-dev/runr/internal/rulestate"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopconditions"
@@ -239,43 +238,23 @@ func (s *Supervisor) finish(sp *stop) (*state.State, error) {
 	s.takeAgentVersion(true)
 	// Milestone notifications still under way end within notify.timeout.
 	s.notifying.Wait()
-	now := s.o.Now().UTC()
-	st.Statistics = st.Tally()
-	reason := state.NewStopReason(sp.Code, st.Statistics.Approved, sp.Message)
-	reason.Stop = sp.withContext(st)
-	st.StopReason = reason
-	st.RunStatus = stopreasons.RunStatus(sp.Code)
-	st.StoppedAt = &now
-	st.AgentProcess = nil
-	st.Resumable = sp.Code != stopreasons.Complete
 	phase := sp.resumePhase
 	if phase == "" {
 		phase = st.Phase
 	}
-	if st.Resumable {
-		m := st.MilestoneIndex + 1
-		if m > len(st.Milestones) {
-			m = len(st.Milestones)
-		}
-		st.ResumeFrom = &state.ResumeFrom{Milestone: m, Phase: phase}
-		st.Phase = phase
-	} else {
-		st.ResumeFrom = nil
-		st.Phase = state.PhaseStopped
-	}
-	s.event(state.StopEvent{Code: string(sp.Code), Condition: sp.Condition, Message: sp.Message, ExitCode: reason.ExitCode,
-		TerminalStatus: reason.TerminalStatus, Milestones: len(st.Milestones), Approved: st.Statistics.Approved})
-	err := s.save()
-	// The stop is the run's last record: the timeline keeps it even when
-	// state.json could not be written.
-	s.flushEvents()
 	if s.log != nil {
 		s.log.Info("run stopped", zap.String("code", string(sp.Code)), zap.String("message", sp.Message))
 	}
-	if werr := report.WriteStop(s.store.RunDir(st.RunID), st); werr != nil && err == nil {
-		err = werr
-	}
-	s.store.ClearStopRequest(st.RunID)
+	err := RecordStop(s.store, st, StopRecord{Stop: sp.withContext(st), Now: s.o.Now(),
+		Resume: state.ResumeFrom{Milestone: st.MilestoneIndex + 1, Phase: phase},
+		Event:  s.event,
+		Save: func() error {
+			err := s.save()
+			// The stop is the run's last record: the timeline keeps it
+			// even when state.json could not be written.
+			s.flushEvents()
+			return err
+		}})
 	st.Uncommitted = uncommitted()
 	s.report(ProgressStop{Message: sp.Message})
 	return st, err
