@@ -67,7 +67,7 @@ func (c *coordinator) handle(ctx context.Context, f finished, stopping bool) *st
 	if stopping {
 		return nil
 	}
-	if c.cfg.Stop.OnMilestoneFailure == stopconditions.OnFailureSkip && milestoneFailure(cs.Code) {
+	if c.cfg.Stop.OnMilestoneFailure == stopconditions.OnFailureSkip && stopconditions.MilestoneStop(cs.Code) {
 		m.Status = state.MilestoneFailed
 		c.event(state.MilestoneFailedEvent{Worker: f.worker, Milestone: n, Code: string(cs.Code)})
 		failure := cs
@@ -87,18 +87,6 @@ func (c *coordinator) handle(ctx context.Context, f finished, stopping bool) *st
 	sp.Details.Milestone, sp.Details.MilestoneGoal = n, m.Goal
 	sp.Message = fmt.Sprintf("worker %d, milestone %d: %s", f.worker, n, sp.Message)
 	return &sp
-}
-
-// milestoneFailure reports whether a worker's stop is its milestone's
-// failure, which skip mode passes over, rather than the run's.
-func milestoneFailure(code stopreasons.Code) bool {
-	switch code {
-	case stopreasons.VerificationFailed, stopreasons.VerificationTimeout, stopreasons.ReviewLoopDetected, stopreasons.ReviewRejected,
-		stopreasons.WorkerBlocked, stopreasons.WorkerFailed, stopreasons.NoProgress, stopreasons.SameErrorRepeated,
-		stopreasons.NoopStreak, stopreasons.PhaseLoop:
-		return true
-	}
-	return false
 }
 
 // failedInARow counts milestone n's failure (skip mode) among the run's
