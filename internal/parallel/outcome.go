@@ -95,14 +95,12 @@ func (c *coordinator) handle(ctx context.Context, f finished, stopping bool) *st
 // consecutive_fails, as a sequential run does.
 func (c *coordinator) failedInARow(n int) *stopreasons.Stop {
 	c.st.Counters.ConsecutiveFails++
-	limit := c.cfg.Stop.MaxConsecutiveFails
-	if limit <= 0 || c.st.Counters.ConsecutiveFails < limit {
+	rule := stopconditions.MaxConsecutiveFails
+	sp := rule.Judge(&stopconditions.Snapshot{ConsecutiveFails: c.st.Counters.ConsecutiveFails}, c.cfg.Stop)
+	if sp == nil {
 		return nil
 	}
-	m := c.st.Milestones[n-1]
-	rule := stopconditions.MaxConsecutiveFails
-	return &stopreasons.Stop{Code: rule.Code, Condition: rule.Key,
-		Value: c.st.Counters.ConsecutiveFails, Threshold: limit,
-		Message: fmt.Sprintf("%d milestones failed in a row across the workers (stop.%s %d), the last milestone %d", c.st.Counters.ConsecutiveFails, rule.Key, limit, n),
-		Details: &stopreasons.StopDetails{Milestone: n, MilestoneGoal: m.Goal}}
+	sp.Message = fmt.Sprintf("%d milestones failed in a row across the workers (stop.%s %d), the last milestone %d", sp.Value, rule.Key, sp.Threshold, n)
+	sp.Details = &stopreasons.StopDetails{Milestone: n, MilestoneGoal: c.st.Milestones[n-1].Goal}
+	return sp
 }

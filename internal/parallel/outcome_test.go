@@ -26,7 +26,7 @@ func skipRun(t *testing.T) *coordinator {
 		Parallel: &state.Parallel{Workers: 2}}
 	cfg := &config.Config{Stop: stopconditions.DefaultRules()}
 	cfg.Stop.OnMilestoneFailure = stopconditions.OnFailureSkip
-	c := newCoordinator(supervisor.Options{Store: store, Config: cfg, Now: time.Now}, st)
+	c := newCoordinator(supervisor.Options{Store: store, Config: cfg, Now: time.Now, Progress: func(supervisor.Progress) {}}, st)
 	st.Milestones[0].Status = state.MilestoneInProgress
 	c.slots[0].busy = true
 	return c
@@ -67,4 +67,25 @@ func TestSkipModeStopsTheRunOnAnOutcomeTableStop(t *testing.T) {
 		assert.Equal(t, state.MilestonePending, c.st.Milestones[0].Status, code)
 		assert.Nil(t, c.lastFail, code)
 	}
+}
+
+// stop.max_consecutive_fails counts the milestones failed in a row over
+// every worker, and stops the run as the rule does in a sequential run.
+func TestFailedInARowStopsAtTheRulesLimit(t *testing.T) {
+	c := skipRun(t)
+	c.cfg.Stop.MaxConsecutiveFails = 2
+	require.Nil(t, c.handle(context.Background(), report(stopreasons.VerificationFailed), false))
+	c.slots[0].busy = true
+	second := report(stopreasons.SameErrorRepeated)
+	second.job.milestone = 2
+	sp := c.handle(context.Background(), second, false)
+	require.NotNil(t, sp)
+	assert.Equal(t, stopreasons.Stop{Code: stopreasons.ConsecutiveFails, Condition: "max_consecutive_fails", Value: 2, Threshold: 2,
+		Message: "2 milestones failed in a row across the workers (stop.max_consecutive_fails 2), the last milestone 2",
+		Details: &stopreasons.StopDetails{Milestone: 2, MilestoneGoal: "two"}}, *sp)
+	assert.Equal(t, 2, c.st.Counters.ConsecutiveFails)
+
+	// An approved milestone starts the count again.
+	c.approve(3, "abc", 1)
+	assert.Equal(t, 0, c.st.Counters.ConsecutiveFails)
 }

@@ -250,6 +250,19 @@ func (b *Builtin) Value(r Rules) any {
 	return nil
 }
 
+// Judge evaluates the rule alone on s: its stop when it is due, else nil.
+// A caller that keeps a rule's counter itself (a parallel run counts the
+// milestones its workers failed in a row) asks the rule here rather than
+// repeating its threshold.
+func (b *Builtin) Judge(s *Snapshot, r Rules) *Stop {
+	if b.judge == nil {
+		return nil
+	}
+	var e evaluation
+	b.judge(&e, b, s, r)
+	return e.verdict.Stop
+}
+
 // limit is a count rule's value in r.
 func (b *Builtin) limit(r Rules) int { return *b.field(&r).(*int) }
 

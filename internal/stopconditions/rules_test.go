@@ -129,3 +129,17 @@ func TestMilestoneStopIsAParallelRunsMilestoneFailure(t *testing.T) {
 	}
 	assert.False(t, MilestoneStop(""))
 }
+
+// Judge evaluates one rule as Evaluate does, for a caller that keeps the
+// rule's counter itself.
+func TestJudgeOneRule(t *testing.T) {
+	r := DefaultRules()
+	assert.Nil(t, MaxConsecutiveFails.Judge(&Snapshot{ConsecutiveFails: 2}, r))
+	sp := MaxConsecutiveFails.Judge(&Snapshot{ConsecutiveFails: 3}, r)
+	require.NotNil(t, sp)
+	assert.Equal(t, Stop{Code: stopreasons.ConsecutiveFails, Condition: "max_consecutive_fails", Value: 3, Threshold: 3,
+		Message: "3 consecutive failed milestones (limit 3)"}, *sp)
+	r.MaxConsecutiveFails = 0
+	assert.Nil(t, MaxConsecutiveFails.Judge(&Snapshot{ConsecutiveFails: 9}, r), "0 turns the rule off")
+	assert.Nil(t, MinAttemptsForRates.Judge(&Snapshot{}, r), "a setting fires nothing")
+}
