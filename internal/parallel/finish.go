@@ -18,8 +18,8 @@ func (c *coordinator) finish(sp *stopreasons.Stop) (*state.State, error) {
 	sig := c.sig // watchSignals may still be taking one
 	c.mu.Unlock()
 	if sig != nil && sp.Code != stopreasons.UserStopped && sp.Code != stopreasons.Terminated && sp.Code != stopreasons.Complete {
-		code, name := stopreasons.ForSignal(sig)
-		sp = &stopreasons.Stop{Code: code, Condition: "signal", Message: name}
+		bySignal := stopreasons.SignalStop(sig)
+		sp = &bySignal
 	}
 	now := c.o.Now().UTC()
 	st.ElapsedMS = c.baseMS + now.Sub(c.start).Milliseconds()

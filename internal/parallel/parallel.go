@@ -178,7 +178,7 @@ func newCoordinator(so supervisor.Options, st *state.State) *coordinator {
 		st.Parallel.Requeues = make([]int, len(st.Milestones))
 	}
 	c := &coordinator{o: so, cfg: so.Config, store: so.Store, st: st, runDir: so.Store.RunDir(st.RunID), groups: task.Groups(st.Task.Prompt),
-		home: filepath.Join(so.Store.Home, "worktrees", st.RunID), branch: guard.RunBranch(st.RunID), start: so.Now(), baseMS: st.ElapsedMS,
+		home: so.Store.WorktreePath(st.RunID), branch: guard.RunBranch(st.RunID), start: so.Now(), baseMS: st.ElapsedMS,
 		done: make(chan finished, n), live: map[int]figures{}}
 	c.integ = filepath.Join(c.home, "main")
 	// A resumed run's budget goes on from what it spent before: the

@@ -56,8 +56,8 @@ func (c *coordinator) loop(ctx context.Context) *stopreasons.Stop {
 			}
 		case sig := <-sigs:
 			if sp == nil {
-				code, name := stopreasons.ForSignal(sig)
-				sp = &stopreasons.Stop{Code: code, Condition: "signal", Message: name}
+				bySignal := stopreasons.SignalStop(sig)
+				sp = &bySignal
 			}
 		}
 		if err := c.save(); err != nil && sp == nil {
