@@ -18,48 +18,8 @@ import (
 // commit, every milestone merged by its trailer approved, the others
 // pending with their branches' work to carry.
 func (c *coordinator) recover(ctx context.Context) *stopreasons.Stop {
-	// The worker runs whose spend the saved state does not hold yet: those
-	// of the slots still busy there. A report taken clears its slot (or, at
-	// a stop, marks it stopped) before the next save.
-	untaken := map[string]bool{}
-	for _, s := range c.st.Workers {
-		if s.Milestone > 0 && s.RunID != "" && s.Phase != state.PhaseStopped {
-			untaken[s.RunID] = true
-		}
-	}
-	children, _ := filepath.Glob(filepath.Join(c.runDir, "workers", "w*", "runs", "*", "state.json"))
-	for _, path := range children {
-		home := filepath.Dir(filepath.Dir(filepath.Dir(path)))
-		store, err := state.Open(home)
-		if err != nil {
-			return internalStop(err)
-		}
-		child, err := store.Load(filepath.Base(filepath.Dir(path)))
-		if err != nil {
-			continue // unreadable: it holds no live process
-		}
-		if child.StopReason == nil {
-			// The worker's processes carry the run's id and their worker's
-			// number (workers/w<k>), which is how the recovery finds the
-			// ones its state.json did not record.
-			k, _ := strconv.Atoi(strings.TrimPrefix(filepath.Base(home), "w"))
-			sup := supervisor.New(supervisor.Options{Config: c.cfg, Store: store, Now: c.o.Now,
-				Single: &supervisor.Single{RunID: c.st.RunID, RunDir: c.runDir, Worker: k}})
-			if _, err := sup.RecoverCrash(child); err != nil {
-				return internalStop(err)
-			}
-			child.RunStatus = stopreasons.RunStopped
-			now := c.o.Now().UTC()
-			child.StoppedAt = &now
-			child.StopReason = state.NewStopReason(stopreasons.Terminated, 0, "the parallel run's runr died; the milestone starts again from its branch")
-			_ = store.Save(child)
-		}
-		// A worker run that finished, or whose runr died, before the
-		// coordinator took its report: its spend was never added to the
-		// run's. The slot's record goes on the next save, so never twice.
-		if untaken[child.RunID] {
-			c.addChild(child)
-		}
+	if sp := c.settleWorkerRuns(); sp != nil {
+		return sp
 	}
 	if c.st.Parallel.Base == "" {
 		// Killed before the integration branch was made.
@@ -111,5 +71,55 @@ func (c *coordinator) recover(ctx context.Context) *stopreasons.Stop {
 		}
 	}
 	c.st.Workers = nil
+	return nil
+}
+
+// settleWorkerRuns stops what the worker runs of a crashed runr left alive
+// and records them stopped, and adds to the run's spend that of every
+// worker run whose report the coordinator never took.
+func (c *coordinator) settleWorkerRuns() *stopreasons.Stop {
+	// The worker runs whose spend the saved state does not hold yet: those
+	// of the slots still busy there. A report taken clears its slot (or, at
+	// a stop, marks it stopped) before the next save.
+	untaken := map[string]bool{}
+	for _, s := range c.st.Workers {
+		if s.Milestone > 0 && s.RunID != "" && s.Phase != state.PhaseStopped {
+			untaken[s.RunID] = true
+		}
+	}
+	children, _ := filepath.Glob(filepath.Join(c.runDir, "workers", "w*", "runs", "*", "state.json"))
+	for _, path := range children {
+		home := filepath.Dir(filepath.Dir(filepath.Dir(path)))
+		store, err := state.Open(home)
+		if err != nil {
+			return internalStop(err)
+		}
+		child, err := store.Load(filepath.Base(filepath.Dir(path)))
+		if err != nil {
+			continue // unreadable: it holds no live process
+		}
+		if child.StopReason == nil {
+			// The worker's processes carry the run's id and their worker's
+			// number (workers/w<k>), which is how the recovery finds the
+			// ones its state.json did not record.
+			k, _ := strconv.Atoi(strings.TrimPrefix(filepath.Base(home), "w"))
+			sup := supervisor.New(supervisor.Options{Config: c.cfg, Store: store, Now: c.o.Now,
+				Single: &supervisor.Single{RunID: c.st.RunID, RunDir: c.runDir, Worker: k}})
+			if _, err := sup.RecoverCrash(child); err != nil {
+				return internalStop(err)
+			}
+			child.RunStatus = stopreasons.RunStopped
+			now := c.o.Now().UTC()
+			child.StoppedAt = &now
+			child.StopReason = state.NewStopReason(stopreasons.Terminated, 0, "the parallel run's runr died; the milestone starts again from its branch")
+			_ = store.Save(child)
+		}
+		// A worker run that finished, or whose runr died, before the
+		// coordinator took its report: its spend was never added to the
+		// run's. The slot's record goes on the next save, so never twice.
+		if untaken[child.RunID] {
+			c.addChild(child)
+		}
+	}
 	return nil
 }
