@@ -20,7 +20,7 @@ var allowedImports = map[string][]string{
 	"supervisor":     {"stopconditions", "agents", "guard", "sandbox", "state", "task", "report", "config", "rulestate"},
 	"sandbox":        {},
 	"doctor":         {"guard", "sandbox", "state", "stopconditions", "report", "config"},
-	"report":         {"state", "stopconditions", "config"},
+	"report":         {"state", "stopconditions", "rulestate", "config"},
 	"agents":         {},
 	"config":         {"stopconditions"},
 	"guard":          {},
