@@ -13,7 +13,7 @@ import (
 // allowedImports is the import graph of DESIGN §1: which of runr's own
 // packages each internal package may import, besides the floor.
 var allowedImports = map[string][]string{
-	"resume":         {"supervisor", "state", "config", "parallel", "rulestate"},
+	"resume":         {"supervisor", "state", "config", "parallel", "telemetry", "notify", "rulestate"},
 	"parallel":       {"supervisor", "guard", "state", "task", "report", "stopconditions", "config"},
 	"initcfg":        {"agents", "config"},
 	"notify":         {"config", "state"},

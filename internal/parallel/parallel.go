@@ -639,6 +639,7 @@ func (c *coordinator) work(ctx context.Context, k int, j job, runID string, sign
 	o.RunID = runID
 	o.Signals = signals
 	o.Milestones = nil
+	o.Observer = c.workerObserver(k)
 	o.Prompt = withFeedback(c.o.Prompt, feedback)
 	o.Flags.Worktree = true
 	o.Single = &supervisor.Single{Milestone: j.milestone, Worktree: dir, Branch: branch, RunID: c.st.RunID, RunDir: c.runDir, Worker: k,
@@ -1136,6 +1137,7 @@ func (c *coordinator) note(msg string) {
 
 // event appends to the run's timeline.
 func (c *coordinator) event(data state.EventData) {
+	c.observe(data)
 	if c.tl == nil {
 		return
 	}
