@@ -13,14 +13,14 @@ import (
 // allowedImports is the import graph of DESIGN §1: which of runr's own
 // packages each internal package may import, besides the floor.
 var allowedImports = map[string][]string{
-	"resume":         {"supervisor", "state", "config", "parallel", "rulestate"},
+	"resume":         {"supervisor", "state", "config", "parallel", "telemetry", "notify", "rulestate"},
 	"parallel":       {"supervisor", "guard", "state", "task", "report", "stopconditions", "config"},
 	"initcfg":        {"agents", "config"},
 	"notify":         {"config", "state"},
 	"supervisor":     {"stopconditions", "agents", "guard", "sandbox", "state", "task", "report", "config", "rulestate"},
 	"sandbox":        {},
 	"doctor":         {"guard", "sandbox", "state", "stopconditions", "report", "config"},
-	"report":         {"state", "stopconditions", "config"},
+	"report":         {"state", "stopconditions", "rulestate", "config"},
 	"agents":         {},
 	"config":         {"stopconditions"},
 	"guard":          {},

@@ -469,3 +469,90 @@ func TestTelemetryContinuations(t *testing.T) {
 	require.Equal(t, 0, code, "stderr: %s", stderr)
 	check(continued, "complete", 3)
 }
+
+// A parallel run is one run to the collector: one runr.run span, the ticks
+// of both its workers under it, each tick naming its worker (runr.worker),
+// each merge a runr.merge span, and the run's stop as its event.
+func TestTelemetryParallelRun(t *testing.T) {
+	r := newHTTPReceiver(t)
+	repo := newRepo(t)
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "TASK.md"), []byte("# Two\n- [ ] one\n- [ ] two\n"), 0o644))
+	agent := `echo "$RUNR_MILESTONE" > "f$RUNR_MILESTONE.txt"; echo "RUNR_STATUS: done"`
+	code, stderr := runrNotified(t, repo, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + r.addr},
+		"run", "--task", "TASK.md", "--parallel", "2", "--verify", "true", "--", "sh", "-c", agent)
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	assert.NotContains(t, stderr, "telemetry", "a parallel run is traced, and a collector that answers is not reported")
+
+	runDir, err := latestRunDir(repo)
+	require.NoError(t, err)
+	var st struct {
+		RunID string `json:"run_id"`
+		Tick  int    `json:"tick"`
+	}
+	b, err := os.ReadFile(filepath.Join(runDir, "state.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &st))
+
+	r.mu.Lock()
+	spans, metrics := r.spans, r.metrics
+	r.mu.Unlock()
+
+	runs := spansNamed(spans, "runr.run")
+	require.Len(t, runs, 1, "one run span for the run, none for a worker's milestone")
+	run := runs[0]
+	ra := attrMap(run.GetAttributes())
+	assert.Equal(t, st.RunID, ra["runr.run.id"])
+	assert.Equal(t, "2", ra["runr.milestones"])
+	assert.Equal(t, "2", ra["runr.milestones.approved"])
+	assert.Equal(t, "complete", ra["runr.stop.reason"])
+	assert.Equal(t, "0", ra["runr.exit_code"])
+	assert.Equal(t, "done_success", ra["runr.terminal_status"])
+	require.Len(t, run.GetEvents(), 1)
+	stopEv := run.GetEvents()[0]
+	assert.Equal(t, "runr.stop", stopEv.GetName())
+	ea := attrMap(stopEv.GetAttributes())
+	assert.Equal(t, "complete", ea["runr.stop.reason"])
+	assert.Equal(t, "0", ea["runr.exit_code"])
+	assert.Equal(t, "done_success", ea["runr.terminal_status"])
+
+	parent := map[string]string{}
+	for _, s := range spans {
+		assert.Equal(t, run.GetTraceId(), s.GetTraceId(), "span %s in the run's trace", s.GetName())
+		parent[string(s.GetSpanId())] = string(s.GetParentSpanId())
+	}
+	under := func(id string) bool {
+		for n := 0; id != "" && n < len(spans); n++ {
+			if id = parent[id]; id == string(run.GetSpanId()) {
+				return true
+			}
+		}
+		return false
+	}
+	ticks := spansNamed(spans, "runr.tick")
+	require.Len(t, ticks, st.Tick, "one span per tick of every worker")
+	workers := map[string]int{}
+	for _, tk := range ticks {
+		assert.True(t, under(string(tk.GetSpanId())), "a worker's tick is under the run span")
+		a := attrMap(tk.GetAttributes())
+		assert.Contains(t, []string{"1", "2"}, a["runr.worker"], "a tick names its worker")
+		workers[a["runr.worker"]]++
+		assert.NotEmpty(t, a["runr.phase"])
+		assert.NotEmpty(t, a["runr.outcome"])
+	}
+	assert.Len(t, workers, 2, "the ticks of both workers: %v", workers)
+	for _, name := range []string{"runr.agent.call", "runr.verify"} {
+		got := spansNamed(spans, name)
+		assert.Len(t, got, 2, name)
+		for _, s := range got {
+			assert.True(t, under(string(s.GetSpanId())), "%s under the run span", name)
+		}
+	}
+	merges := spansNamed(spans, "runr.merge")
+	require.Len(t, merges, 2)
+	for _, m := range merges {
+		assert.Equal(t, string(run.GetSpanId()), string(m.GetParentSpanId()), "a merge is the run's")
+		assert.Equal(t, "merged", attrMap(m.GetAttributes())["runr.merge.outcome"])
+	}
+	assert.Equal(t, map[string]float64{"complete": 1}, metricPoints(metrics, "runr.stops", "reason"), "the run's stop, not its workers'")
+	assert.Equal(t, map[string]float64{"": float64(st.Tick)}, metricPoints(metrics, "runr.ticks", ""))
+}

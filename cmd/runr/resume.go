@@ -160,56 +160,7 @@ func resumeRun(opts *ResumeOptions) error {
 	if opts.Plan {
 		return printPlan(io, plan, opts)
 	}
-	return continueRun(io, store, repo, opts.Version, plan, opts.AutoResume, opts.Quiet, opts.JSON)
-}
-
-// continueRun works on a planned continuation until it stops (runr resume,
-// and runr run --run-id of a run that exists) and reports the stop.
-func continueRun(io *IOStreams, store *state.Store, repo, version string, plan *resume.Plan, auto, quiet, asJSON bool) error {
-	if plan.Config != nil {
-		warnConfig(io, plan.Config)
-	}
-	// --json changes stdout only: progress stays on stderr unless --quiet.
-	live := newLiveLine(io, quiet)
-	var grace time.Duration
-	if plan.Config != nil {
-		grace = plan.Config.Agent.KillGrace
-	}
-	sigs, stopSignals := notifySignals(signalNotice(live, grace))
-	defer stopSignals()
-	tel := startTelemetry(io, plan.Config, version)
-	// Deferred: the flush comes after the summary, and bounds the exit.
-	defer flushTelemetry(io, tel)
-	runner := &resume.Runner{
-		// The plan gives the run's own settings, flags, task and checkout.
-		Supervisor: supervisor.Options{
-			Store:      store,
-			Repo:       repo,
-			Environ:    io.Environ,
-			Version:    version,
-			Signals:    sigs,
-			Progress:   live.update,
-			LiveOutput: live.watching(),
-			Milestones: milestoneNotifier(io, plan.Config),
-			Observer:   tel.Observer(),
-		},
-		Auto:     auto,
-		Stopped:  func(st *state.State) { notifyStop(io, store, st, plan.Config) },
-		Declined: live.declined,
-		Recovered: func(stopped bool) {
-			if quiet {
-				return
-			}
-			if stopped {
-				fmt.Fprintf(io.Err, "runr: run %s had crashed; stopped the agent process group it left behind\n", plan.RunID)
-			} else {
-				fmt.Fprintf(io.Err, "runr: run %s had crashed; continuing from its last saved state\n", plan.RunID)
-			}
-		},
-	}
-	st, err := runner.Continue(context.Background(), plan)
-	live.done()
-	return finishRun(io, store, st, err, asJSON, plan.Config)
+	return workOn(io, supervisor.Options{Store: store, Repo: repo, Environ: io.Environ, Version: opts.Version}, plan, opts.AutoResume, opts.Quiet, opts.JSON)
 }
 
 // printPlan shows what `runr resume` would do, on stdout.

@@ -13,7 +13,6 @@ import (
 	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/guard"
-	"github.com/runr-dev/runr/internal/parallel"
 	"github.com/runr-dev/runr/internal/resume"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
@@ -237,52 +236,8 @@ func runRun(opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
-	// --json changes stdout only: progress stays on stderr unless --quiet.
-	live := newLiveLine(io, opts.Quiet)
-	sigs, stopSignals := notifySignals(signalNotice(live, cfg.Agent.KillGrace))
-	defer stopSignals()
-	tel := startTelemetry(io, cfg, opts.Version)
-	// Deferred: the flush comes after the summary, and bounds the exit.
-	defer flushTelemetry(io, tel)
-	if cfg.Parallel.Workers > 1 {
-		st, err := parallel.Run(context.Background(), parallel.Options{Supervisor: supervisor.Options{
-			Config: cfg, Store: store, Repo: repo, Environ: io.Environ, Version: opts.Version, Flags: opts.Flags,
-			TaskFile: taskFile, Prompt: prompt, Signals: sigs, Progress: live.update, LiveOutput: live.watching(),
-			Milestones: milestoneNotifier(io, cfg), RunID: opts.RunID,
-		}})
-		live.done()
-		if st == nil {
-			return err
-		}
-		return finishRun(io, store, st, err, opts.JSON, cfg)
-	}
-	runner := &resume.Runner{
-		Supervisor: supervisor.Options{
-			Config:     cfg,
-			Store:      store,
-			Repo:       repo,
-			Environ:    io.Environ,
-			Version:    opts.Version,
-			Flags:      opts.Flags,
-			TaskFile:   taskFile,
-			Prompt:     prompt,
-			Signals:    sigs,
-			Progress:   live.update,
-			LiveOutput: live.watching(),
-			Milestones: milestoneNotifier(io, cfg),
-			Observer:   tel.Observer(),
-		},
-		Auto:     opts.AutoResume,
-		Stopped:  func(st *state.State) { notifyStop(io, store, st, cfg) },
-		Declined: live.declined,
-	}
-	runner.Supervisor.RunID = opts.RunID
-	st, err := runner.Start(context.Background())
-	live.done()
-	if st == nil {
-		return err
-	}
-	return finishRun(io, store, st, err, opts.JSON, cfg)
+	return workOn(io, supervisor.Options{Config: cfg, Store: store, Repo: repo, Environ: io.Environ, Version: opts.Version,
+		Flags: opts.Flags, TaskFile: taskFile, Prompt: prompt, RunID: opts.RunID}, nil, opts.AutoResume, opts.Quiet, opts.JSON)
 }
 
 // runExisting carries on the run --run-id names, which exists: a completed
@@ -332,7 +287,7 @@ func runExisting(opts *RunOptions, store *state.Store, repo string) error {
 	if !opts.Quiet {
 		fmt.Fprintf(io.Err, "runr: run %s exists: resuming it at milestone %d/%d, phase %s\n", plan.RunID, plan.From.Milestone, len(plan.State.Milestones), plan.From.Phase)
 	}
-	return continueRun(io, store, repo, opts.Version, plan, opts.AutoResume, opts.Quiet, opts.JSON)
+	return workOn(io, supervisor.Options{Store: store, Repo: repo, Environ: io.Environ, Version: opts.Version}, plan, opts.AutoResume, opts.Quiet, opts.JSON)
 }
 
 // reportExisting prints the summary of a run --run-id names that does not
@@ -439,7 +394,6 @@ func finishRun(io *IOStreams, store *state.Store, st *state.State, runErr error,
 		printSummary(io, store, st, cfg)
 	}
 	githubReport(io, store, st)
-	notifyStop(io, store, st, cfg)
 	if st.StopReason.Code == stopreasons.Complete {
 		return nil
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestSignalNoticeSaysWhatHappensNext(t *testing.T) {
@@ -38,21 +37,4 @@ func TestSignalNoticeKeepsTheLiveLine(t *testing.T) {
 	live.last.Tick, live.last.Phase, live.last.Milestone, live.last.Milestones = 3, "verify", 1, 2
 	live.note("runr: hello")
 	assert.Equal(t, "\r\x1b[Krunr: hello\n\r\x1b[Ktick 3 · verify · milestone 1/2 · 0s", errb.String())
-}
-
-// Signals reach the run in order, each after its notice.
-func TestNotifySignalsForwardsAfterTheNotice(t *testing.T) {
-	var said []os.Signal
-	sigs, stop := notifySignals(func(s os.Signal) { said = append(said, s) })
-	defer stop()
-	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGHUP))
-	select {
-	case s := <-sigs:
-		assert.Equal(t, syscall.SIGHUP, s)
-		assert.Equal(t, []os.Signal{syscall.SIGHUP}, said, "noticed before it is delivered")
-	case <-time.After(10 * time.Second):
-		t.Fatal("SIGHUP was not delivered to the run")
-	}
-	stop()
-	stop() // twice is harmless
 }

@@ -248,6 +248,7 @@ func (c *coordinator) note(msg string) {
 
 // event appends to the run's timeline.
 func (c *coordinator) event(data state.EventData) {
+	c.observe(data)
 	if c.tl == nil {
 		return
 	}

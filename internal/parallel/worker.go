@@ -53,6 +53,7 @@ func (c *coordinator) work(ctx context.Context, k int, j job, runID string, sign
 	o.RunID = runID
 	o.Signals = signals
 	o.Milestones = nil
+	o.Observer = c.workerObserver(k)
 	o.Prompt = withFeedback(c.o.Prompt, feedback)
 	o.Flags.Worktree = true
 	o.Single = &supervisor.Single{Milestone: j.milestone, Worktree: dir, Branch: branch, RunID: c.st.RunID, RunDir: c.runDir, Worker: k,

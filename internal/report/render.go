@@ -10,6 +10,7 @@ import (
 
 	"github.com/fatih/color"
 
+	"github.com/runr-dev/runr/internal/rulestate"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/termtext"
 )
@@ -241,8 +242,11 @@ func (r *Report) writeEvidence(line func(string, ...any), p palette) {
 		}
 	}
 	c := ev.Counters
-	line("  Counters: consecutive_fails %d, same_error %d, noop %d, no_progress %d, attempts %d",
-		c.ConsecutiveFails, c.SameError, c.Noop, c.NoProgress, c.Attempts)
+	var counts []string
+	for _, n := range rulestate.Counts(c) {
+		counts = append(counts, fmt.Sprintf("%s %d", n.Name, n.Value))
+	}
+	line("  Counters: %s", strings.Join(counts, ", "))
 	if edges := edgeList(c.Edges); edges != "" {
 		line("  Backward edges: %s", edges)
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/runr-dev/runr/internal/rulestate"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
@@ -121,11 +122,9 @@ func (r *Report) mdCounters(line mdLine) {
 	line("")
 	line("| counter | value |")
 	line("|---|---|")
-	line("| consecutive_fails | %d |", c.ConsecutiveFails)
-	line("| same_error | %d |", c.SameError)
-	line("| noop | %d |", c.Noop)
-	line("| no_progress | %d |", c.NoProgress)
-	line("| attempts | %d |", c.Attempts)
+	for _, n := range rulestate.Counts(c) {
+		line("| %s | %d |", n.Name, n.Value)
+	}
 	if edges := edgeList(c.Edges); edges != "" {
 		line("| backward edges | %s |", mdCell(edges))
 	}

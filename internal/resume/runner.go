@@ -12,30 +12,46 @@ import (
 	"github.com/runr-dev/runr/internal/supervisor"
 )
 
-// Runner works on one run in this process: a new run (Start) or a planned
-// resume (Continue) and, with Auto, each automatic continuation after an
-// auto-resumable stop. It owns the run's lock from the moment it is taken
-// until it returns, waits included, so that no other runr can take the run
-// between two continuations; it releases the lock when it returns.
+// Runner is one invocation's work on one run: `runr run` (a new run, or the
+// existing run --run-id names) and `runr resume`, sequential or parallel,
+// all go through its Run. Run wires, once for all of them, what every such
+// invocation has: the signals runr catches, the run's telemetry, the
+// notifications of its stops and approved milestones, and the run's lock.
+// It owns the lock from the moment it is taken until the run stops for
+// good, automatic continuations (Auto) and their waits included, so that no
+// other runr can take the run between two continuations.
 type Runner struct {
-	// Supervisor configures the supervisor of every continuation. Its Store,
-	// Signals and Progress serve the auto-resume wait too: a signal or a
-	// `runr stop` during the wait ends the run, and the wait is reported as
-	// a Progress whose message is a supervisor.ProgressWait. Continue fills
-	// in Config, Flags, task and Repo from the plan.
+	// Supervisor configures the supervisor of every continuation: Store,
+	// Repo, Environ, Version, Progress and LiveOutput; for a new run also
+	// Config, Flags, the task and RunID, which a planned continuation takes
+	// from its plan. Run fills in Signals, Observer and Milestones. Its
+	// Store, Signals and Progress serve the auto-resume wait too: a signal
+	// or a `runr stop` during the wait ends the run, and the wait is
+	// reported as a Progress whose message is a supervisor.ProgressWait.
 	Supervisor supervisor.Options
-	// Auto continues after an auto-resumable stop (--auto-resume).
+	// Auto continues after an auto-resumable stop (--auto-resume); a
+	// parallel run has no auto-resume.
 	Auto bool
 	// Recovered is told, before a crashed run continues, whether the agent
 	// process group its dead runr left behind was still alive and stopped.
 	Recovered func(stopped bool)
-	// Stopped is told of each stop the run will be continued after
-	// (--auto-resume), before the wait: the last stop goes to the caller.
-	Stopped func(st *state.State)
 	// Declined is told when an auto-resumable stop is not continued, and
 	// why (a spend cap, a reset beyond resume.max_wait, the automatic
-	// resumes used up): that stop stands and goes to the caller.
+	// resumes used up): that stop stands and goes to Report.
 	Declined func(st *state.State, d Decision)
+	// Signaled is told of each signal as it arrives, before the run takes
+	// it, so that what happens next can be said at once.
+	Signaled func(os.Signal)
+	// Report is told of the run's last stop (a nil state: no run was
+	// created, and err says why) once the run's lock is released, before
+	// that stop is notified and the telemetry flushed; what it returns is
+	// what Run returns. Nil returns err.
+	Report func(st *state.State, err error) error
+	// TelemetryFailed is told when telemetry cannot be set up or flushed,
+	// and NotifyFailed when a notification of a stop could not be sent:
+	// the run goes on, its exit code unchanged.
+	TelemetryFailed func(error)
+	NotifyFailed    func(error)
 	// Seed seeds the jitter added to a wait for a limit's reset; 0 takes
 	// one from the clock. It is recorded with each wait (jitter_seed).
 	Seed uint64
@@ -44,9 +60,13 @@ type Runner struct {
 // stopPoll is how often the auto-resume wait looks for a `runr stop` request.
 const stopPoll = 200 * time.Millisecond
 
-// Start creates a new run with the runner's supervisor options and works on
-// it until it stops for good. A nil state means no run was created.
-func (r *Runner) Start(ctx context.Context) (*state.State, error) {
+// start creates a new run with the runner's supervisor options and works
+// on it until it stops for good. A nil state means no run was created.
+func (r *Runner) start(ctx context.Context) (*state.State, error) {
+	if r.Supervisor.Config.Parallel.Workers > 1 {
+		// The coordinator takes the new run's lock and releases it.
+		return parallel.Run(ctx, parallel.Options{Supervisor: r.Supervisor})
+	}
 	sup := supervisor.New(r.Supervisor)
 	st, err := sup.Start(ctx)
 	lock := sup.HeldLock()
@@ -57,10 +77,10 @@ func (r *Runner) Start(ctx context.Context) (*state.State, error) {
 	return r.autoResume(ctx, r.Supervisor, lock, st)
 }
 
-// Continue resumes the run of plan, made by Open, under the lock Open took,
-// and releases that lock when the run stops for good. A crashed run is
-// recovered first; an error there returns a nil state.
-func (r *Runner) Continue(ctx context.Context, plan *Plan) (*state.State, error) {
+// continuePlan resumes the run of plan, made by Open, under the lock Open
+// took, and releases that lock when the run stops for good. A crashed run
+// is recovered first; an error there returns a nil state.
+func (r *Runner) continuePlan(ctx context.Context, plan *Plan) (*state.State, error) {
 	defer plan.Release()
 	st := plan.State
 	if plan.Lock == nil {
@@ -140,9 +160,9 @@ func (r *Runner) autoResume(ctx context.Context, o supervisor.Options, lock *sta
 			return st, nil
 		}
 		wait := d.Wait
-		if r.Stopped != nil {
-			r.Stopped(st)
-		}
+		// The last stop is notified once it is reported; this one now,
+		// before the wait.
+		r.notifyStop(cfg, st)
 		reason := st.StopReason.Code
 		until := time.Now().Add(wait)
 		ev := state.AutoResumeEvent{Attempt: done + 1, Max: cfg.Resume.MaxAutoResumes,

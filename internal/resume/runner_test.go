@@ -198,7 +198,7 @@ func TestAutoResumeDoesNotWaitAfterAStopItMayNotRetry(t *testing.T) {
 	assert.True(t, os.IsNotExist(err), "nothing was appended to the timeline")
 }
 
-// Runner.Continue owns the plan's lock: it holds it through the run and
+// Runner.continuePlan owns the plan's lock: it holds it through the run and
 // releases it when the run stops for good.
 func TestRunnerContinueReleasesThePlansLock(t *testing.T) {
 	f := newWaitFixture(t, time.Hour)
@@ -209,7 +209,7 @@ func TestRunnerContinueReleasesThePlansLock(t *testing.T) {
 	plan.Config = f.cfg
 	r := &Runner{Supervisor: f.options(t), Auto: true}
 
-	st, err := r.Continue(context.Background(), plan)
+	st, err := r.continuePlan(context.Background(), plan)
 	require.NoError(t, err)
 	assert.Equal(t, stopreasons.WorkerNotFound, st.StopReason.Code)
 	held, _, err := f.store.Locked(f.st.RunID)
@@ -221,6 +221,6 @@ func TestRunnerContinueReleasesThePlansLock(t *testing.T) {
 func TestRunnerContinueRefusesAPlanWithoutItsLock(t *testing.T) {
 	f := newWaitFixture(t, time.Hour)
 	r := &Runner{Supervisor: f.options(t)}
-	_, err := r.Continue(context.Background(), &Plan{RunID: f.st.RunID, State: f.st, Config: f.cfg})
+	_, err := r.continuePlan(context.Background(), &Plan{RunID: f.st.RunID, State: f.st, Config: f.cfg})
 	assert.Equal(t, stopreasons.InternalError, stopreasons.CodeOf(err))
 }

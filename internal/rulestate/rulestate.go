@@ -150,3 +150,31 @@ func Reset(st *state.State, idx int) []string {
 	st.Statistics.ConsecutiveFails = c.ConsecutiveFails
 	return out
 }
+
+// Count is one of the run's counters, named as the rules name it.
+type Count struct {
+	Name  string
+	Value int
+}
+
+// Counts are the run's own counters as doctor and report.md show them: the
+// streaks a resume resets, in the order of the rule table, then the
+// counters that carry on (the attempts the circuit breaker counts).
+func Counts(c state.Counters) []Count {
+	values := map[*stopconditions.Builtin]int{}
+	for _, rc := range runCounters(&c) {
+		values[rc.rule] = *rc.n
+	}
+	var streaks, totals []Count
+	for _, b := range stopconditions.Builtins {
+		v, ok := values[b]
+		switch {
+		case !ok:
+		case b.ResetOnResume:
+			streaks = append(streaks, Count{b.Counter, v})
+		default:
+			totals = append(totals, Count{b.Counter, v})
+		}
+	}
+	return append(streaks, totals...)
+}

@@ -118,3 +118,10 @@ func TestReset(t *testing.T) {
 	assert.Empty(t, Reset(st, 1), "nothing left to reset")
 	assert.Empty(t, Reset(&state.State{}, -1))
 }
+
+// TestCountsFollowTheRuleTable: doctor and report.md name the run's
+// counters as the rules do, the streaks first, in the table's order.
+func TestCountsFollowTheRuleTable(t *testing.T) {
+	c := state.Counters{ConsecutiveFails: 1, SameError: 2, Noop: 3, NoProgress: 4, Attempts: 5, TestFailStreak: 6}
+	assert.Equal(t, []Count{{"consecutive_fails", 1}, {"same_error", 2}, {"noop", 3}, {"no_progress", 4}, {"attempts", 5}}, Counts(c))
+}

@@ -3,7 +3,9 @@ package state
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
@@ -59,16 +61,18 @@ func (st *State) impossible() string {
 		{"budget.max_ticks", int64(st.Budget.MaxTicks)},
 		{"budget.max_iterations", int64(st.Budget.MaxIterations)},
 		{"budget.max_tokens", st.Budget.MaxTokens},
-		{"counters.consecutive_fails", int64(st.Counters.ConsecutiveFails)},
-		{"counters.same_error", int64(st.Counters.SameError)},
-		{"counters.noop", int64(st.Counters.Noop)},
-		{"counters.no_progress", int64(st.Counters.NoProgress)},
-		{"counters.test_failure_streak", int64(st.Counters.TestFailStreak)},
-		{"counters.attempts", int64(st.Counters.Attempts)},
-		{"usage.input_tokens", st.Usage.InputTokens},
-		{"usage.output_tokens", st.Usage.OutputTokens},
-		{"auto_resume.count", int64(st.AutoResume.Count)},
 	}
+	// Every count of counters, whichever rule judges it, by its name in
+	// state.json.
+	cv := reflect.ValueOf(st.Counters)
+	for i := range cv.NumField() {
+		if f := cv.Field(i); f.Kind() == reflect.Int {
+			name, _, _ := strings.Cut(cv.Type().Field(i).Tag.Get("json"), ",")
+			counts = append(counts, count{"counters." + name, f.Int()})
+		}
+	}
+	counts = append(counts, count{"usage.input_tokens", st.Usage.InputTokens}, count{"usage.output_tokens", st.Usage.OutputTokens},
+		count{"auto_resume.count", int64(st.AutoResume.Count)})
 	if p := st.AgentProcess; p != nil && p.Usage != nil {
 		u := p.Usage
 		counts = append(counts, count{"agent_process.usage.input_tokens", u.InputTokens}, count{"agent_process.usage.output_tokens", u.OutputTokens},

@@ -1,6 +1,53 @@
 package stopreasons
 
-// table is the registry. Order: by family, then exit code. The diagnosis and
+// Code names a stop reason. Use the constants: a misspelt code does not compile.
+type Code string
+
+// The stop reasons and runr errors of the registry.
+const (
+	Complete            Code = "complete"
+	GuardViolation      Code = "guard_violation"
+	LockfileViolation   Code = "lockfile_violation"
+	DirtyWorktree       Code = "dirty_worktree"
+	FileCollision       Code = "file_collision"
+	MergeConflict       Code = "merge_conflict"
+	VerificationFailed  Code = "verification_failed"
+	VerificationTimeout Code = "verification_timeout"
+	ConsecutiveFails    Code = "consecutive_fails"
+	RetryRateExceeded   Code = "retry_rate_exceeded"
+	RejectRateExceeded  Code = "reject_rate_exceeded"
+	ConditionFailed     Code = "condition_failed"
+	ReviewLoopDetected  Code = "review_loop_detected"
+	ReviewRejected      Code = "review_rejected"
+	WorkerBlocked       Code = "worker_blocked"
+	WorkerFailed        Code = "worker_failed"
+	WorkerTimeout       Code = "worker_timeout"
+	WorkerRateLimited   Code = "worker_rate_limited"
+	WorkerAuthFailed    Code = "worker_auth_failed"
+	WorkerNotFound      Code = "worker_not_found"
+	NoProgress          Code = "no_progress"
+	SameErrorRepeated   Code = "same_error_repeated"
+	NoopStreak          Code = "noop_streak"
+	PhaseLoop           Code = "phase_loop"
+	Timeout             Code = "timeout"
+	MaxTicks            Code = "max_ticks"
+	Stalled             Code = "stalled"
+	BudgetExceeded      Code = "budget_exceeded"
+	MaxIterations       Code = "max_iterations"
+	CircuitBreaker      Code = "circuit_breaker"
+	UserStopped         Code = "user_stopped"
+	Terminated          Code = "terminated"
+	InternalError       Code = "internal_error"
+	UsageError          Code = "usage_error"
+	StateCorrupt        Code = "state_corrupt"
+	RunNotFound         Code = "run_not_found"
+	EnvironmentInvalid  Code = "environment_invalid"
+	RunLocked           Code = "run_locked"
+	ConfigInvalid       Code = "config_invalid"
+)
+
+// table is the registry: a new stop reason is its code above and its row
+// here. Order: by family, then exit code. The diagnosis and
 // next actions are text/templates over Details.
 var table = []Reason{
 	{

@@ -27,9 +27,14 @@ func (TickStarted) EventType() string { return "tick_started" }
 // timeline records it, or a TickStarted.
 type Observation struct {
 	RunID string
-	Tick  int
-	Phase string
-	Time  time.Time
+	// Worker is the parallel worker whose supervisor saw it (1-based); 0
+	// for the run itself: a sequential run, or a parallel run's
+	// coordinator. A worker's run is one milestone of the run: its own
+	// start and stop are not the run's.
+	Worker int
+	Tick   int
+	Phase  string
+	Time   time.Time
 	// Event is one of the timeline's event types (state.TickEvent,
 	// state.StopEvent...) or TickStarted; the observer may read it, never
 	// change it.

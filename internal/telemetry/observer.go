@@ -3,6 +3,8 @@ package telemetry
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,6 +32,7 @@ const (
 	SpanReview     = "runr.review"
 	SpanGuard      = "runr.guard"
 	SpanCheckpoint = "runr.checkpoint"
+	SpanMerge      = "runr.merge"
 	EventStop      = "runr.stop"
 )
 
@@ -49,6 +52,9 @@ const (
 	attrPhase          = "runr.phase"
 	attrMilestone      = "runr.milestone"
 	attrOutcome        = "runr.outcome"
+	attrWorker         = "runr.worker"
+	attrMergeOutcome   = "runr.merge.outcome"
+	attrMergeFiles     = "runr.merge.files"
 	attrCostUSD        = "cost_usd"
 	attrCostSource     = "cost_source"
 	attrGuardRule      = "runr.guard.rule"
@@ -97,8 +103,11 @@ func newInstruments(m metric.Meter) instruments {
 	return in
 }
 
-// observer turns the supervisor's observations into spans and metrics. The
-// supervisor calls it from one goroutine; the lock is for Shutdown's close.
+// observer turns the supervisor's observations into spans and metrics. A
+// sequential run's supervisor calls it from one goroutine; a parallel run's
+// coordinator and each of its workers' supervisors call it from goroutines
+// of their own, so every observation is taken under the lock (which also
+// serves Shutdown's close).
 type observer struct {
 	mu     sync.Mutex
 	parent context.Context // TRACEPARENT's span, or none
@@ -111,6 +120,17 @@ type observer struct {
 	runCtx context.Context
 	runID  string
 
+	// lanes hold what is open in each worker's tick, by worker (0: a
+	// sequential run): the workers of a parallel run tick at once.
+	lanes map[int]*lane
+	// merges are the times a parallel run's approved milestones went to the
+	// merge queue, by milestone, for their runr.merge spans.
+	merges map[int]time.Time
+}
+
+// lane is one worker's tick and the spans open in it.
+type lane struct {
+	worker      int
 	tick        trace.Span
 	tickCtx     context.Context
 	tickPhase   string
@@ -146,7 +166,19 @@ func newObserver(parent context.Context, tp trace.TracerProvider, mp metric.Mete
 		m:      newInstruments(mp.Meter(instrumentation)),
 		agent:  agent,
 		model:  model,
+		lanes:  map[int]*lane{},
+		merges: map[int]time.Time{},
 	}
+}
+
+// lane is worker w's lane, made on its first observation.
+func (o *observer) lane(w int) *lane {
+	l := o.lanes[w]
+	if l == nil {
+		l = &lane{worker: w}
+		o.lanes[w] = l
+	}
+	return l
 }
 
 // Observe implements supervisor.Observer.
@@ -156,40 +188,58 @@ func (o *observer) Observe(ev supervisor.Observation) {
 	if o.run == nil {
 		o.startRun(ev)
 	}
+	l := o.lane(ev.Worker)
 	switch e := ev.Event.(type) {
 	case state.RunStartedEvent:
-		o.run.SetAttributes(attribute.Int(attrMilestones, e.Milestones))
+		if ev.Worker == 0 {
+			o.run.SetAttributes(attribute.Int(attrMilestones, e.Milestones))
+		}
 	case supervisor.TickStarted:
-		o.endTick(ev.Time, "", nil)
-		o.tickPhase = ev.Phase
-		o.tickCtx, o.tick = o.tracer.Start(o.runCtx, SpanTick, trace.WithTimestamp(ev.Time),
-			trace.WithAttributes(attribute.Int(attrTick, ev.Tick), attribute.String(attrPhase, ev.Phase)))
+		o.endTick(l, ev.Time, "", nil)
+		l.tickPhase = ev.Phase
+		attrs := []attribute.KeyValue{attribute.Int(attrTick, ev.Tick), attribute.String(attrPhase, ev.Phase)}
+		if l.worker > 0 {
+			attrs = append(attrs, attribute.Int(attrWorker, l.worker))
+		}
+		l.tickCtx, l.tick = o.tracer.Start(o.runCtx, SpanTick, trace.WithTimestamp(ev.Time), trace.WithAttributes(attrs...))
 		if ev.Phase == "checkpoint" {
-			_, o.checkpoint = o.tracer.Start(o.tickCtx, SpanCheckpoint, trace.WithTimestamp(ev.Time))
+			_, l.checkpoint = o.tracer.Start(l.tickCtx, SpanCheckpoint, trace.WithTimestamp(ev.Time))
 		}
 	case state.ProcessStartedEvent:
-		o.processStarted(ev, e)
+		o.processStarted(l, ev, e)
 	case state.ProcessEndedEvent:
-		o.processEnded(ev, e)
+		o.processEnded(l, ev, e)
 	case state.AgentCallEvent:
-		o.finishCall(callUsage{agent: e.Agent, model: e.Model, in: e.InputTokens, out: e.OutputTokens, cacheRead: e.CacheReadTokens,
+		o.finishCall(l, callUsage{agent: e.Agent, model: e.Model, in: e.InputTokens, out: e.OutputTokens, cacheRead: e.CacheReadTokens,
 			cacheWrite: e.CacheWriteTokens, src: e.CostSource, cost: e.CostUSD()})
 	case state.GuardEvent:
-		if o.guard != nil {
-			o.guard.SetAttributes(attribute.String(attrGuardRule, e.Rule), attribute.StringSlice(attrGuardFiles, e.Files))
-			o.guard.SetStatus(codes.Error, "guard violation: "+e.Rule)
+		if l.guard != nil {
+			l.guard.SetAttributes(attribute.String(attrGuardRule, e.Rule), attribute.StringSlice(attrGuardFiles, e.Files))
+			l.guard.SetStatus(codes.Error, "guard violation: "+e.Rule)
 		}
 	case state.CheckpointCommitEvent:
-		if o.checkpoint != nil {
-			o.checkpoint.SetAttributes(attribute.String(attrCommit, e.SHA))
+		if l.checkpoint != nil {
+			l.checkpoint.SetAttributes(attribute.String(attrCommit, e.SHA))
 		}
 	case state.AttemptEvent:
-		if o.tick != nil {
-			o.tick.AddEvent("runr.attempt", trace.WithTimestamp(ev.Time), trace.WithAttributes(attribute.String(attrOutcome, e.Outcome)))
+		if l.tick != nil {
+			l.tick.AddEvent("runr.attempt", trace.WithTimestamp(ev.Time), trace.WithAttributes(attribute.String(attrOutcome, e.Outcome)))
 		}
 	case state.TickEvent:
-		o.endTick(ev.Time, "", &e)
+		o.endTick(l, ev.Time, "", &e)
+	case state.WorkerDoneEvent:
+		if e.Code == string(stopreasons.Complete) {
+			o.merges[e.Milestone] = ev.Time
+		}
+	case state.MergeEvent:
+		o.merge(ev.Time, e)
 	case state.StopEvent:
+		if ev.Worker > 0 {
+			// A worker's run stops when its milestone is done or given up:
+			// that ends the worker's tick, not the run.
+			o.endTick(l, ev.Time, "stopped: "+e.Code, nil)
+			return
+		}
 		o.stop(ev.Time, e)
 	}
 }
@@ -200,60 +250,60 @@ func (o *observer) startRun(ev supervisor.Observation) {
 		trace.WithAttributes(attribute.String(attrRunID, ev.RunID), attribute.String(attrAgent, o.agent)))
 }
 
-func (o *observer) processStarted(ev supervisor.Observation, e state.ProcessStartedEvent) {
-	o.endProcess(ev.Time, nil)
-	parent := o.tickCtx
+func (o *observer) processStarted(l *lane, ev supervisor.Observation, e state.ProcessStartedEvent) {
+	o.endProcess(l, ev.Time, nil)
+	parent := l.tickCtx
 	if parent == nil {
 		parent = o.runCtx
 	}
-	o.procPhase = ev.Phase
+	l.procPhase = ev.Phase
 	switch ev.Phase {
 	case "implement":
-		o.endCall()
+		o.endCall(l)
 		attrs := []attribute.KeyValue{attribute.String(attrAgent, o.agent), attribute.String(attrGenAIProvider, providerOf(o.agent)),
 			attribute.String(attrGenAISystem, providerOf(o.agent)), attribute.String(attrGenAIOperation, "invoke_agent")}
 		if o.model != "" {
 			attrs = append(attrs, attribute.String(attrGenAIModel, o.model))
 		}
-		_, o.proc = o.tracer.Start(parent, SpanAgentCall, trace.WithTimestamp(ev.Time), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+		_, l.proc = o.tracer.Start(parent, SpanAgentCall, trace.WithTimestamp(ev.Time), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	case "verify", "review":
 		name := SpanVerify
 		if ev.Phase == "review" {
 			name = SpanReview
 		}
-		o.procCommand = e.Command
-		_, o.proc = o.tracer.Start(parent, name, trace.WithTimestamp(ev.Time), trace.WithAttributes(attribute.String(attrCommandLine, e.Command)))
+		l.procCommand = e.Command
+		_, l.proc = o.tracer.Start(parent, name, trace.WithTimestamp(ev.Time), trace.WithAttributes(attribute.String(attrCommandLine, e.Command)))
 	default:
-		o.proc = nil
+		l.proc = nil
 	}
 }
 
-func (o *observer) processEnded(ev supervisor.Observation, e state.ProcessEndedEvent) {
-	if o.proc == nil {
+func (o *observer) processEnded(l *lane, ev supervisor.Observation, e state.ProcessEndedEvent) {
+	if l.proc == nil {
 		return
 	}
 	exit := e.ExitCode
 	d := time.Duration(e.DurationMS) * time.Millisecond
-	o.proc.SetAttributes(attribute.Int(attrProcExitCode, exit))
+	l.proc.SetAttributes(attribute.Int(attrProcExitCode, exit))
 	cut := e.TimedOut || e.Idle || e.Canceled
 	if exit != 0 || cut {
-		o.proc.SetStatus(codes.Error, processError(e))
+		l.proc.SetStatus(codes.Error, processError(e))
 	}
-	switch o.procPhase {
+	switch l.procPhase {
 	case "implement":
-		o.call = &pendingCall{span: o.proc, end: ev.Time, duration: d}
-		o.proc = nil
+		l.call = &pendingCall{span: l.proc, end: ev.Time, duration: d}
+		l.proc = nil
 		if !cut {
 			// The scope and lockfile guards run after the call, till the
 			// tick's end.
-			_, o.guard = o.tracer.Start(o.tickCtx, SpanGuard, trace.WithTimestamp(ev.Time))
+			_, l.guard = o.tracer.Start(l.tickCtx, SpanGuard, trace.WithTimestamp(ev.Time))
 		}
 		return
 	case "verify":
-		o.m.verifyTime.Record(context.Background(), d.Seconds(), metric.WithAttributes(attribute.String("command", o.procCommand), attribute.Int(attrProcExitCode, exit)))
+		o.m.verifyTime.Record(context.Background(), d.Seconds(), metric.WithAttributes(attribute.String("command", l.procCommand), attribute.Int(attrProcExitCode, exit)))
 	}
-	o.proc.End(trace.WithTimestamp(ev.Time))
-	o.proc = nil
+	l.proc.End(trace.WithTimestamp(ev.Time))
+	l.proc = nil
 }
 
 func processError(e state.ProcessEndedEvent) string {
@@ -278,13 +328,13 @@ type callUsage struct {
 	cost                           float64 // the cost that counts
 }
 
-// finishCall ends the pending agent call with its usage.
-func (o *observer) finishCall(u callUsage) {
-	c := o.call
+// finishCall ends the lane's pending agent call with its usage.
+func (o *observer) finishCall(l *lane, u callUsage) {
+	c := l.call
 	if c == nil {
 		return
 	}
-	o.call = nil
+	l.call = nil
 	agent, model, src, cost := u.agent, u.model, u.src, u.cost
 	if agent == "" {
 		agent = o.agent
@@ -327,73 +377,106 @@ func (o *observer) finishCall(u callUsage) {
 }
 
 // endCall ends a pending call whose usage never came (a stop mid-tick).
-func (o *observer) endCall() {
-	if o.call != nil {
-		o.finishCall(callUsage{})
+func (o *observer) endCall(l *lane) {
+	if l.call != nil {
+		o.finishCall(l, callUsage{})
 	}
 }
 
 // endProcess ends a process span still open: the run stopped while it ran.
-func (o *observer) endProcess(at time.Time, why *string) {
-	if o.proc == nil {
+func (o *observer) endProcess(l *lane, at time.Time, why *string) {
+	if l.proc == nil {
 		return
 	}
 	msg := "ended with the run"
 	if why != nil {
 		msg = *why
 	}
-	o.proc.SetStatus(codes.Error, msg)
-	if o.procPhase == "implement" {
-		o.call = &pendingCall{span: o.proc, end: at}
+	l.proc.SetStatus(codes.Error, msg)
+	if l.procPhase == "implement" {
+		l.call = &pendingCall{span: l.proc, end: at}
 	} else {
-		o.proc.End(trace.WithTimestamp(at))
+		l.proc.End(trace.WithTimestamp(at))
 	}
-	o.proc = nil
+	l.proc = nil
 }
 
-// endTick ends the open tick, with the tick record d (nil when the tick
-// was cut short: outcome says why).
-func (o *observer) endTick(at time.Time, outcome string, d *state.TickEvent) {
-	if d != nil && o.call != nil {
+// endTick ends the lane's open tick, with the tick record d (nil when the
+// tick was cut short: outcome says why).
+func (o *observer) endTick(l *lane, at time.Time, outcome string, d *state.TickEvent) {
+	if d != nil && l.call != nil {
 		var u callUsage
 		if c := d.TickCall; c != nil {
 			u = callUsage{model: c.Model, in: c.InputTokens, out: c.OutputTokens, cacheRead: c.CacheReadTokens,
 				cacheWrite: c.CacheWriteTokens, src: c.CostSource, cost: c.CallCostUSD}
 		}
-		o.finishCall(u)
+		o.finishCall(l, u)
 	}
-	o.endProcess(at, nil)
-	o.endCall()
-	if o.guard != nil {
-		o.guard.End(trace.WithTimestamp(at))
-		o.guard = nil
+	o.endProcess(l, at, nil)
+	o.endCall(l)
+	if l.guard != nil {
+		l.guard.End(trace.WithTimestamp(at))
+		l.guard = nil
 	}
-	if o.checkpoint != nil {
-		o.checkpoint.End(trace.WithTimestamp(at))
-		o.checkpoint = nil
+	if l.checkpoint != nil {
+		l.checkpoint.End(trace.WithTimestamp(at))
+		l.checkpoint = nil
 	}
-	if o.tick == nil {
+	if l.tick == nil {
 		return
 	}
 	phase := ""
 	if d != nil {
 		phase, outcome = d.Phase, d.Outcome
-		o.tick.SetAttributes(attribute.String(attrOutcome, outcome), attribute.Int(attrMilestone, d.Milestone))
+		l.tick.SetAttributes(attribute.String(attrOutcome, outcome), attribute.Int(attrMilestone, d.Milestone))
 	} else {
-		o.tick.SetAttributes(attribute.String(attrOutcome, outcome))
+		l.tick.SetAttributes(attribute.String(attrOutcome, outcome))
 	}
 	if phase == "" {
-		phase = o.tickPhase
+		phase = l.tickPhase
 	}
 	o.m.ticks.Add(context.Background(), 1, metric.WithAttributes(attribute.String(attrPhase, phase), attribute.String(attrOutcome, outcome)))
-	o.tick.End(trace.WithTimestamp(at))
-	o.tick, o.tickCtx = nil, nil
+	l.tick.End(trace.WithTimestamp(at))
+	l.tick, l.tickCtx = nil, nil
+}
+
+// endTicks ends every worker's open tick: the run stopped.
+func (o *observer) endTicks(at time.Time, outcome string) {
+	for _, w := range slices.Sorted(maps.Keys(o.lanes)) {
+		o.endTick(o.lanes[w], at, outcome, nil)
+	}
+	clear(o.lanes)
+}
+
+// merge is a parallel run's merge of an approved milestone into the
+// integration branch: from the moment its worker finished to the merge's
+// outcome.
+func (o *observer) merge(at time.Time, e state.MergeEvent) {
+	start, ok := o.merges[e.Milestone]
+	if !ok {
+		start = at
+	}
+	delete(o.merges, e.Milestone)
+	attrs := []attribute.KeyValue{attribute.Int(attrWorker, e.Worker), attribute.Int(attrMilestone, e.Milestone), attribute.String(attrMergeOutcome, e.Outcome)}
+	switch {
+	case e.Commit != "":
+		attrs = append(attrs, attribute.String(attrCommit, e.Commit))
+	case len(e.Files) > 0:
+		attrs = append(attrs, attribute.StringSlice(attrMergeFiles, e.Files))
+	case e.Command != "":
+		attrs = append(attrs, attribute.String(attrCommandLine, e.Command))
+	}
+	_, span := o.tracer.Start(o.runCtx, SpanMerge, trace.WithTimestamp(start), trace.WithAttributes(attrs...))
+	if e.Outcome != state.MergeMerged {
+		span.SetStatus(codes.Error, "merge "+e.Outcome)
+	}
+	span.End(trace.WithTimestamp(at))
 }
 
 // stop ends the run span with the stop as its event.
 func (o *observer) stop(at time.Time, e state.StopEvent) {
 	code := e.Code
-	o.endTick(at, "stopped: "+code, nil)
+	o.endTicks(at, "stopped: "+code)
 	attrs := []attribute.KeyValue{attribute.String(attrStopReason, code), attribute.Int(attrExitCode, e.ExitCode), attribute.String(attrTerminalStatus, e.TerminalStatus)}
 	o.run.AddEvent(EventStop, trace.WithTimestamp(at),
 		trace.WithAttributes(append(attrs, attribute.String(attrStopCondition, e.Condition), attribute.String(attrStopMessage, e.Message))...))
@@ -410,6 +493,7 @@ func (o *observer) stop(at time.Time, e state.StopEvent) {
 	// A continuation in the same invocation (an automatic resume) is a
 	// run span of its own.
 	o.run, o.runCtx = nil, nil
+	clear(o.merges)
 }
 
 // close ends whatever is still open when runr exits without a stop event.
@@ -419,7 +503,7 @@ func (o *observer) close(at time.Time) {
 	if o.run == nil {
 		return
 	}
-	o.endTick(at, "unfinished", nil)
+	o.endTicks(at, "unfinished")
 	o.run.End(trace.WithTimestamp(at))
 	o.run, o.runCtx = nil, nil
 }

@@ -254,3 +254,97 @@ func TestObserverClose(t *testing.T) {
 	assert.Len(t, r.named(SpanRun), 1)
 	assert.Len(t, r.named(SpanTick), 1)
 }
+
+// A parallel run's workers tick at once: each worker's observations open
+// and close its own tick and process spans, whatever the other worker does
+// meanwhile; a worker's own start and stop are not the run's, so the run
+// has one span, opened and closed by its coordinator; a merge is a span of
+// its own under the run.
+func TestObserverInterleavedWorkers(t *testing.T) {
+	r := newRecorder(context.Background())
+	w := func(worker int, ob supervisor.Observation) supervisor.Observation {
+		ob.Worker = worker
+		return ob
+	}
+	feed(r.obs,
+		supervisor.Observation{Event: state.RunStartedEvent{Milestones: 2, Workers: 2}},
+		w(1, supervisor.Observation{Event: state.RunStartedEvent{Milestones: 7}}),
+		w(2, supervisor.Observation{Event: state.RunStartedEvent{Milestones: 7}}),
+		w(1, supervisor.Observation{Event: supervisor.TickStarted{}, Tick: 1, Phase: "implement"}),
+		w(2, supervisor.Observation{Event: supervisor.TickStarted{}, Tick: 1, Phase: "implement"}),
+		w(1, supervisor.Observation{Event: state.ProcessStartedEvent{}, Tick: 1, Phase: "implement"}),
+		w(2, supervisor.Observation{Event: state.ProcessStartedEvent{}, Tick: 1, Phase: "implement"}),
+		w(2, supervisor.Observation{Event: state.ProcessEndedEvent{DurationMS: 10}, Tick: 1, Phase: "implement"}),
+		w(1, supervisor.Observation{Event: state.ProcessEndedEvent{DurationMS: 20}, Tick: 1, Phase: "implement"}),
+		w(2, supervisor.Observation{Event: state.AgentCallEvent{Call: state.Call{Agent: "claude", InputTokens: 200, OutputTokens: 20,
+			CostReportedUSD: 0.2, CostSource: "reported"}}, Tick: 1, Phase: "implement"}),
+		w(1, supervisor.Observation{Event: state.AgentCallEvent{Call: state.Call{Agent: "claude", InputTokens: 100, OutputTokens: 10,
+			CostReportedUSD: 0.1, CostSource: "reported"}}, Tick: 1, Phase: "implement"}),
+		w(2, supervisor.Observation{Event: state.TickEvent{Phase: "implement", Milestone: 2, Outcome: "agent done"}, Tick: 1, Phase: "verify"}),
+		w(2, supervisor.Observation{Event: supervisor.TickStarted{}, Tick: 2, Phase: "verify"}),
+		w(1, supervisor.Observation{Event: state.TickEvent{Phase: "implement", Milestone: 1, Outcome: "agent done"}, Tick: 1, Phase: "verify"}),
+		w(2, supervisor.Observation{Event: state.ProcessStartedEvent{Command: "go test ./..."}, Tick: 2, Phase: "verify"}),
+		w(1, supervisor.Observation{Event: supervisor.TickStarted{}, Tick: 2, Phase: "implement"}),
+		w(1, supervisor.Observation{Event: state.ProcessStartedEvent{}, Tick: 2, Phase: "implement"}),
+		w(2, supervisor.Observation{Event: state.ProcessEndedEvent{DurationMS: 5}, Tick: 2, Phase: "verify"}),
+		w(2, supervisor.Observation{Event: state.TickEvent{Phase: "verify", Milestone: 2, Outcome: "verify passed"}, Tick: 2, Phase: "checkpoint"}),
+		w(2, supervisor.Observation{Event: state.StopEvent{Code: "complete", TerminalStatus: "done_success", Milestones: 7, Approved: 1}, Tick: 2, Phase: "stopped"}),
+		supervisor.Observation{Event: state.WorkerDoneEvent{Worker: 2, Milestone: 2, Code: "complete"}},
+		supervisor.Observation{Event: state.MergeEvent{Worker: 2, Milestone: 2, Outcome: state.MergeMerged, Commit: "abc123"}},
+		// Worker 1 is still in its call when the run is stopped.
+		w(1, supervisor.Observation{Event: state.StopEvent{Code: "user_stopped", ExitCode: 130, TerminalStatus: "aborted_user"}, Tick: 2, Phase: "implement"}),
+		supervisor.Observation{Event: state.StopEvent{Code: "user_stopped", ExitCode: 130, TerminalStatus: "aborted_user", Milestones: 2, Approved: 1}},
+	)
+	runs := r.named(SpanRun)
+	require.Len(t, runs, 1, "one run span, the coordinator's")
+	run := runs[0]
+	ra := attrs(run)
+	assert.Equal(t, "2", ra["runr.milestones"], "the run's milestones, not a worker's")
+	assert.Equal(t, "1", ra["runr.milestones.approved"])
+	assert.Equal(t, "user_stopped", ra["runr.stop.reason"])
+	require.Len(t, run.Events(), 1)
+	assert.Equal(t, EventStop, run.Events()[0].Name)
+	assert.Equal(t, map[string]float64{"user_stopped": 1}, r.sum(t, "runr.stops", "reason"), "a worker's stop is not a run's")
+
+	type tickKey struct{ worker, tick string }
+	ticks := map[tickKey]sdktrace.ReadOnlySpan{}
+	for _, tk := range r.named(SpanTick) {
+		assert.Equal(t, run.SpanContext().SpanID(), tk.Parent().SpanID(), "a worker's tick is under the run")
+		a := attrs(tk)
+		ticks[tickKey{a["runr.worker"], a["runr.tick"]}] = tk
+	}
+	require.Len(t, ticks, 4)
+	outcome := func(worker, tick string) string { return attrs(ticks[tickKey{worker, tick}])["runr.outcome"] }
+	assert.Equal(t, "agent done", outcome("1", "1"))
+	assert.Equal(t, "stopped: user_stopped", outcome("1", "2"), "cut short by the stop")
+	assert.Equal(t, "agent done", outcome("2", "1"))
+	assert.Equal(t, "verify passed", outcome("2", "2"))
+	assert.Equal(t, "implement", attrs(ticks[tickKey{"2", "1"}])["runr.phase"])
+	assert.Equal(t, "verify", attrs(ticks[tickKey{"2", "2"}])["runr.phase"])
+
+	// Each call is under its own worker's tick, with its own usage.
+	calls := map[string]sdktrace.ReadOnlySpan{}
+	for _, c := range r.named(SpanAgentCall) {
+		calls[c.Parent().SpanID().String()] = c
+	}
+	require.Len(t, calls, 3)
+	assert.Equal(t, "100", attrs(calls[ticks[tickKey{"1", "1"}].SpanContext().SpanID().String()])["gen_ai.usage.input_tokens"])
+	assert.Equal(t, "200", attrs(calls[ticks[tickKey{"2", "1"}].SpanContext().SpanID().String()])["gen_ai.usage.input_tokens"])
+	cut := calls[ticks[tickKey{"1", "2"}].SpanContext().SpanID().String()]
+	require.NotNil(t, cut, "worker 1's second call, under its second tick")
+	assert.Equal(t, "Error", cut.Status().Code.String())
+	verifies := r.named(SpanVerify)
+	require.Len(t, verifies, 1)
+	assert.Equal(t, ticks[tickKey{"2", "2"}].SpanContext().SpanID(), verifies[0].Parent().SpanID())
+	assert.Equal(t, map[string]float64{"input": 300, "output": 30}, r.sum(t, "runr.tokens", "type"))
+
+	merges := r.named(SpanMerge)
+	require.Len(t, merges, 1)
+	m := attrs(merges[0])
+	assert.Equal(t, "2", m["runr.worker"])
+	assert.Equal(t, "2", m["runr.milestone"])
+	assert.Equal(t, "merged", m["runr.merge.outcome"])
+	assert.Equal(t, "abc123", m["runr.checkpoint.commit"])
+	assert.Equal(t, run.SpanContext().SpanID(), merges[0].Parent().SpanID())
+	assert.Equal(t, time.Millisecond, merges[0].EndTime().Sub(merges[0].StartTime()), "from the worker's report to the merge")
+}
