@@ -245,8 +245,8 @@ func (s *Store) removeLeftoverPrunes() {
 	}
 }
 
-// WorktreePath is where a --worktree run's checkout lives:
-// <store>/worktrees/<id>.
+// WorktreePath is where a --worktree run's checkout lives, and the
+// directory of a parallel run's worktrees: <store>/worktrees/<id>.
 func (s *Store) WorktreePath(id string) string {
 	return filepath.Join(s.Home, worktreesDir, id)
 }

@@ -10,6 +10,7 @@
 package stopconditions
 
 import (
+	"slices"
 	"time"
 
 	"github.com/runr-dev/runr/internal/stopreasons"
@@ -82,6 +83,11 @@ type Builtin struct {
 	// Code is the stop the rule fires; "" for a setting of other rules.
 	Code  stopreasons.Code
 	Scope Scope
+	// AllWorkers says that in a parallel run the rule judges the attempts
+	// of every worker together (DESIGN §11: the rates, consecutive_fails and
+	// the circuit breaker); every other rule judges one worker's run, which
+	// holds one milestone, so it judges that milestone alone.
+	AllWorkers bool
 	// ResetOnResume says a resume sets the rule's counter back to 0
 	// (DESIGN §7): resuming is a person's decision to try again.
 	ResetOnResume bool
@@ -122,31 +128,31 @@ var (
 	MaxConsecutiveFails = &Builtin{
 		Key: "max_consecutive_fails", Kind: KindCount, Default: 3, Zero: "off",
 		Code:  stopreasons.ConsecutiveFails,
-		Scope: PerRun, ResetOnResume: true, Counter: "consecutive_fails",
+		Scope: PerRun, AllWorkers: true, ResetOnResume: true, Counter: "consecutive_fails",
 		Count: func(s *Snapshot) int { return s.ConsecutiveFails },
 		field: func(r *Rules) any { return &r.MaxConsecutiveFails },
 		judge: judgeCount, label: "consecutive failed milestones",
 	}
 	MaxRetryRate = &Builtin{
 		Key: "max_retry_rate", Kind: KindRate, Default: 0.5, Zero: "off",
-		Code:  stopreasons.RetryRateExceeded,
+		Code: stopreasons.RetryRateExceeded, AllWorkers: true,
 		field: func(r *Rules) any { return &r.MaxRetryRate },
 		judge: rateJudge(func(s *Snapshot) (int, int) { return s.Retried, s.Attempted }), label: "Retry rate",
 	}
 	MaxRejectRate = &Builtin{
 		Key: "max_reject_rate", Kind: KindRate, Default: 0.3, Zero: "off",
-		Code:  stopreasons.RejectRateExceeded,
+		Code: stopreasons.RejectRateExceeded, AllWorkers: true,
 		field: func(r *Rules) any { return &r.MaxRejectRate },
 		judge: rateJudge(func(s *Snapshot) (int, int) { return s.Failed + s.Rejected, s.Attempted }), label: "Reject rate",
 	}
 	MinAttemptsForRates = &Builtin{
-		Key: "min_attempts_for_rates", Kind: KindCount, Default: 4,
+		Key: "min_attempts_for_rates", Kind: KindCount, Default: 4, AllWorkers: true,
 		field: func(r *Rules) any { return &r.MinAttemptsForRates },
 	}
 	CircuitBreaker = &Builtin{
 		Key: "circuit_breaker", Kind: KindCount, Default: 50, Zero: "off",
 		Code:  stopreasons.CircuitBreaker,
-		Scope: PerRun, Counter: "attempts",
+		Scope: PerRun, AllWorkers: true, Counter: "attempts",
 		Count: func(s *Snapshot) int { return s.Attempts },
 		field: func(r *Rules) any { return &r.CircuitBreaker },
 		judge: judgeCount, label: "attempts in all",
@@ -207,6 +213,26 @@ var stopOrder = []*Builtin{
 	MaxRejectRate, MaxRetryRate, SameError, Noop, NoProgress, MaxEdge,
 }
 
+// endsMilestone are the stops of a milestone that ended without approval,
+// which skip mode passes over (DESIGN §2): its retries used up (failCode)
+// or the review's rejection.
+var endsMilestone = []stopreasons.Code{stopreasons.VerificationFailed, stopreasons.WorkerFailed, stopreasons.ReviewRejected}
+
+// MilestoneStop reports whether a parallel run's worker stopped on its
+// milestone alone, which skip mode marks failed while the run goes on,
+// rather than on the run: a milestone that ended unapproved, or a built-in
+// rule that judges one worker's milestone (not AllWorkers): its retries,
+// same_error, noop, no_progress, max_edge and the review's rounds (DESIGN
+// §11). Every other stop, those of the outcome table such as
+// worker_blocked or verification_timeout, a budget or a signal, stops the
+// run, as in a sequential run.
+func MilestoneStop(code stopreasons.Code) bool {
+	if slices.Contains(endsMilestone, code) {
+		return true
+	}
+	return slices.ContainsFunc(Builtins, func(b *Builtin) bool { return b.Code != "" && b.Code == code && !b.AllWorkers })
+}
+
 // RuleFinishedFailed is the condition of the stop of a skip-mode run that
 // finished with failed or rejected milestones: on_milestone_failure's own.
 var RuleFinishedFailed = OnMilestoneFailure.Key
@@ -222,6 +248,19 @@ func (b *Builtin) Value(r Rules) any {
 		return *p
 	}
 	return nil
+}
+
+// Judge evaluates the rule alone on s: its stop when it is due, else nil.
+// A caller that keeps a rule's counter itself (a parallel run counts the
+// milestones its workers failed in a row) asks the rule here rather than
+// repeating its threshold.
+func (b *Builtin) Judge(s *Snapshot, r Rules) *Stop {
+	if b.judge == nil {
+		return nil
+	}
+	var e evaluation
+	b.judge(&e, b, s, r)
+	return e.verdict.Stop
 }
 
 // limit is a count rule's value in r.

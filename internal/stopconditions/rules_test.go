@@ -104,3 +104,42 @@ func TestRulesFrom(t *testing.T) {
 	want.Noop, want.MaxRejectRate, want.OnMilestoneFailure, want.SameError = 7, 0.6, OnFailureSkip, 0
 	assert.Equal(t, want, r)
 }
+
+// DESIGN §11: in a parallel run the rates, consecutive_fails and the
+// circuit breaker count every worker's attempts; retries, same_error, noop,
+// no_progress and phase_loop (and the review's rounds) are per milestone,
+// so their stops end a worker's milestone, as the milestone's own failure
+// and the review's rejection do. Every other stop is the run's.
+func TestMilestoneStopIsAParallelRunsMilestoneFailure(t *testing.T) {
+	var across []string
+	for _, b := range Builtins {
+		if b.AllWorkers {
+			across = append(across, b.Key)
+		}
+	}
+	assert.Equal(t, []string{"max_consecutive_fails", "max_retry_rate", "max_reject_rate", "min_attempts_for_rates", "circuit_breaker"}, across)
+
+	milestone := map[stopreasons.Code]bool{
+		stopreasons.VerificationFailed: true, stopreasons.WorkerFailed: true, stopreasons.ReviewRejected: true,
+		stopreasons.ReviewLoopDetected: true, stopreasons.SameErrorRepeated: true, stopreasons.NoopStreak: true,
+		stopreasons.NoProgress: true, stopreasons.PhaseLoop: true,
+	}
+	for _, r := range stopreasons.All() {
+		assert.Equal(t, milestone[r.Code], MilestoneStop(r.Code), r.Code)
+	}
+	assert.False(t, MilestoneStop(""))
+}
+
+// Judge evaluates one rule as Evaluate does, for a caller that keeps the
+// rule's counter itself.
+func TestJudgeOneRule(t *testing.T) {
+	r := DefaultRules()
+	assert.Nil(t, MaxConsecutiveFails.Judge(&Snapshot{ConsecutiveFails: 2}, r))
+	sp := MaxConsecutiveFails.Judge(&Snapshot{ConsecutiveFails: 3}, r)
+	require.NotNil(t, sp)
+	assert.Equal(t, Stop{Code: stopreasons.ConsecutiveFails, Condition: "max_consecutive_fails", Value: 3, Threshold: 3,
+		Message: "3 consecutive failed milestones (limit 3)"}, *sp)
+	r.MaxConsecutiveFails = 0
+	assert.Nil(t, MaxConsecutiveFails.Judge(&Snapshot{ConsecutiveFails: 9}, r), "0 turns the rule off")
+	assert.Nil(t, MinAttemptsForRates.Judge(&Snapshot{}, r), "a setting fires nothing")
+}

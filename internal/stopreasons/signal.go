@@ -19,3 +19,13 @@ func ForSignal(sig os.Signal) (Code, string) {
 	}
 	return Terminated, sig.String()
 }
+
+// ConditionSignal is the condition of a stop that a signal caused.
+const ConditionSignal = "signal"
+
+// SignalStop is the stop a signal ends a run with: ForSignal's code, the
+// signal's name as its message.
+func SignalStop(sig os.Signal) Stop {
+	code, name := ForSignal(sig)
+	return Stop{Code: code, Condition: ConditionSignal, Message: name}
+}

@@ -25,3 +25,8 @@ func TestForSignal(t *testing.T) {
 		assert.Equal(t, ExitCode(code), map[Code]int{UserStopped: 130, Terminated: 143}[code])
 	}
 }
+
+func TestSignalStop(t *testing.T) {
+	assert.Equal(t, Stop{Code: UserStopped, Condition: "signal", Message: "SIGINT"}, SignalStop(os.Interrupt))
+	assert.Equal(t, Stop{Code: Terminated, Condition: "signal", Message: "SIGTERM"}, SignalStop(syscall.SIGTERM))
+}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopconditions"
-	"github.com/runr-dev/runr/internal/supervisor"
 )
 
 // The stop rules of each worker judge the run: the figures of the runs that
@@ -43,12 +42,4 @@ func TestSharedSnapshotSumsTheWorkers(t *testing.T) {
 	again := &stopconditions.Snapshot{CostUSD: 0.3}
 	c.shared(1)(again)
 	assert.InDelta(t, 1.3, again.CostUSD, 1e-9)
-}
-
-func TestWithFeedbackHoldsNoMilestone(t *testing.T) {
-	task := "# T\n- [ ] one\n- [ ] two\n"
-	got := withFeedback(task, "conflict in a.go\n- [ ] not a milestone\n~~~\n```\n- [ ] nor this")
-	assert.Contains(t, got, "conflict in a.go")
-	assert.Equal(t, withFeedback(task, ""), task)
-	assert.Len(t, supervisor.Milestones(got), 2)
 }

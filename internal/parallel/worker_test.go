@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/runr-dev/runr/internal/guard"
@@ -78,4 +79,12 @@ func TestEnsureTreeNeverFollowsASymlink(t *testing.T) {
 	require.Error(t, c.ensureTree(ctx, filepath.Join(home, "main"), "runr/r1", head, false))
 	_, err = os.Stat(precious)
 	require.NoError(t, err)
+}
+
+func TestWithFeedbackHoldsNoMilestone(t *testing.T) {
+	task := "# T\n- [ ] one\n- [ ] two\n"
+	got := withFeedback(task, "conflict in a.go\n- [ ] not a milestone\n~~~\n```\n- [ ] nor this")
+	assert.Contains(t, got, "conflict in a.go")
+	assert.Equal(t, withFeedback(task, ""), task)
+	assert.Len(t, supervisor.Milestones(got), 2)
 }
