@@ -118,39 +118,66 @@ func printDryRun(ios *IOStreams, plan *supervisor.Plan, cfg *config.Config, flag
 	p := ios.OutPainter()
 	w := ios.Out
 	fmt.Fprintln(w, p.Bold("Dry run: nothing was created and no agent was called."))
+	if err := printChecks(w, p, plan.Checks); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nPlan:")
+	r := planRows{w}
+	r.task(plan, cfg, repo, taskFile)
+	r.agent(plan, cfg)
+	r.workplace(plan, flags)
+	r.checks(cfg, flags)
+	r.guards(plan, cfg, flags)
+	r.limits(cfg)
+	printConditions(w, cfg)
+	printVerdict(w, p, plan)
+	return nil
+}
+
+// printChecks lists the preflight's checks, in a run's order.
+func printChecks(w io.Writer, p Painter, checks []supervisor.Check) error {
 	fmt.Fprintln(w, "\nChecks, in a run's order:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, c := range plan.Checks {
+	for _, c := range checks {
 		mark := p.Green("ok")
 		if !c.OK {
 			mark = p.Red("FAIL")
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", mark, c.Name, termtext.VisibleLine(c.Detail))
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	return tw.Flush()
+}
 
-	fmt.Fprintln(w, "\nPlan:")
-	row := func(key, format string, args ...any) {
-		fmt.Fprintf(w, "  %-11s %s\n", key, fmt.Sprintf(format, args...))
-	}
+// planRows writes the plan's rows: a key in a column of its own, "" to go
+// on with the row above.
+type planRows struct{ w io.Writer }
+
+func (r planRows) row(key, format string, args ...any) {
+	fmt.Fprintf(r.w, "  %-11s %s\n", key, fmt.Sprintf(format, args...))
+}
+
+// task writes where the config and the task come from, and the milestones.
+func (r planRows) task(plan *supervisor.Plan, cfg *config.Config, repo, taskFile string) {
 	if cfg.File != "" {
-		row("config", "%s", shownPath(cfg.File))
+		r.row("config", "%s", shownPath(cfg.File))
 	} else {
-		row("config", "no runr.yaml: defaults, RUNR_* variables and flags")
+		r.row("config", "no runr.yaml: defaults, RUNR_* variables and flags")
 	}
 	if taskFile != "" {
-		row("task", "%s: %s", shownPath(repoPath(repo, taskFile)), plural(len(plan.Milestones), "milestone"))
+		r.row("task", "%s: %s", shownPath(repoPath(repo, taskFile)), plural(len(plan.Milestones), "milestone"))
 	} else {
-		row("task", "--prompt text: %s", plural(len(plan.Milestones), "milestone"))
+		r.row("task", "--prompt text: %s", plural(len(plan.Milestones), "milestone"))
 	}
 	for i, g := range plan.Milestones {
-		fmt.Fprintf(w, "  %-11s %d. %s\n", "", i+1, termtext.VisibleLine(g))
+		fmt.Fprintf(r.w, "  %-11s %d. %s\n", "", i+1, termtext.VisibleLine(g))
 	}
-	row("agent", "%s", agentLine(plan.Agent, cfg))
+}
+
+// agent writes the agent the run calls and the fallbacks it may switch to.
+func (r planRows) agent(plan *supervisor.Plan, cfg *config.Config) {
+	r.row("agent", "%s", agentLine(plan.Agent, cfg))
 	if plan.Switched != "" {
-		row("", "%s", termtext.VisibleLine(plan.Switched))
+		r.row("", "%s", termtext.VisibleLine(plan.Switched))
 	}
 	for i, f := range plan.Fallback {
 		key := ""
@@ -166,61 +193,79 @@ func printDryRun(ios *IOStreams, plan *supervisor.Plan, cfg *config.Config, flag
 		} else if f.Path != "" {
 			line += " · " + shownPath(f.Path)
 		}
-		row(key, "%d. %s", i+1, termtext.VisibleLine(line))
+		r.row(key, "%d. %s", i+1, termtext.VisibleLine(line))
 	}
+}
+
+// workplace writes where the agent works, and what is dirty there.
+func (r planRows) workplace(plan *supervisor.Plan, flags state.Flags) {
 	if flags.Worktree {
-		row("work in", "a new worktree %s on branch runr/<run id>", shownPath(plan.Dir))
+		r.row("work in", "a new worktree %s on branch runr/<run id>", shownPath(plan.Dir))
 	} else {
-		row("work in", "the checkout %s", shownPath(plan.Dir))
+		r.row("work in", "the checkout %s", shownPath(plan.Dir))
 	}
 	if len(plan.Dirty) > 0 {
-		row("dirty", "%s", stopreasons.ShowPaths(plan.Dirty))
+		r.row("dirty", "%s", stopreasons.ShowPaths(plan.Dirty))
 	}
+}
+
+// checks writes how each milestone is judged and kept: verify, review,
+// checkpoint.
+func (r planRows) checks(cfg *config.Config, flags state.Flags) {
 	if len(cfg.Verify.Commands) == 0 {
-		row("verify", "none")
+		r.row("verify", "none")
 	}
 	for i, c := range cfg.Verify.Commands {
 		key := ""
 		if i == 0 {
 			key = "verify"
 		}
-		row(key, "%s (timeout %s)", termtext.VisibleLine(c), config.FormatDuration(cfg.Verify.Timeout))
+		r.row(key, "%s (timeout %s)", termtext.VisibleLine(c), config.FormatDuration(cfg.Verify.Timeout))
 	}
 	if len(cfg.Review.Command) == 0 {
-		row("review", "none")
+		r.row("review", "none")
 	} else {
-		row("review", "%s (exit 0 approves, 1 requests changes, 2 rejects)", termtext.VisibleLine(strings.Join(cfg.Review.Command, " ")))
+		r.row("review", "%s (exit 0 approves, 1 requests changes, 2 rejects)", termtext.VisibleLine(strings.Join(cfg.Review.Command, " ")))
 	}
 	switch {
 	case flags.Worktree:
-		row("checkpoint", "a commit per approved milestone on the run's branch (always with --worktree)")
+		r.row("checkpoint", "a commit per approved milestone on the run's branch (always with --worktree)")
 	case cfg.Checkpoint.Commit:
-		row("checkpoint", "a commit per approved milestone")
+		r.row("checkpoint", "a commit per approved milestone")
 	default:
-		row("checkpoint", "no commits (checkpoint.commit off): the changes are left uncommitted")
+		r.row("checkpoint", "no commits (checkpoint.commit off): the changes are left uncommitted")
 	}
-	row("scope", "allow %s · deny %s", listOr(cfg.Scope.Allow, "everything not denied"), listOr(cfg.Scope.Deny, "nothing"))
+}
+
+// guards writes the scope, protect and lockfile guards and the sandbox.
+func (r planRows) guards(plan *supervisor.Plan, cfg *config.Config, flags state.Flags) {
+	r.row("scope", "allow %s · deny %s", listOr(cfg.Scope.Allow, "everything not denied"), listOr(cfg.Scope.Deny, "nothing"))
 	if len(cfg.Scope.Protect) == 0 {
-		row("", "protect nothing")
+		r.row("", "protect nothing")
 	} else {
-		row("", "protect %s: existing matching files may not be modified, deleted or renamed (new ones may be added)", listOr(cfg.Scope.Protect, ""))
+		r.row("", "protect %s: existing matching files may not be modified, deleted or renamed (new ones may be added)", listOr(cfg.Scope.Protect, ""))
 	}
 	deps := "a change to one stops the run (--allow-deps allows it)"
 	if flags.AllowDeps {
 		deps = "may change (--allow-deps)"
 	}
-	row("", "lockfiles %s: %s", listOr(cfg.Scope.Lockfiles, "none"), deps)
+	r.row("", "lockfiles %s: %s", listOr(cfg.Scope.Lockfiles, "none"), deps)
 	if sb := plan.Sandbox; sb != nil {
-		row("sandbox", "%s", sandboxLine(*sb))
+		r.row("sandbox", "%s", sandboxLine(*sb))
 		if len(sb.Writable) > 0 {
-			row("", "the agent may write: %s", stopreasons.ShowPaths(sb.Writable))
+			r.row("", "the agent may write: %s", stopreasons.ShowPaths(sb.Writable))
 		}
 		for _, w := range sb.Warnings {
-			row("", "%s", termtext.VisibleLine(w))
+			r.row("", "%s", termtext.VisibleLine(w))
 		}
 	}
+}
+
+// limits writes the budget and the built-in stop rules, from the rule
+// table.
+func (r planRows) limits(cfg *config.Config) {
 	b := cfg.Budget
-	row("budget", "time %s · max_ticks %s · max_iterations %s · max_cost_usd %s · max_tokens %s",
+	r.row("budget", "time %s · max_ticks %s · max_iterations %s · max_cost_usd %s · max_tokens %s",
 		offDuration(b.Time), offInt(int64(b.MaxTicks)), offInt(int64(b.MaxIterations)), offFloat(b.MaxCostUSD), offInt(b.MaxTokens))
 	var rules []string
 	for _, rule := range stopconditions.Builtins {
@@ -231,14 +276,17 @@ func printDryRun(ios *IOStreams, plan *supervisor.Plan, cfg *config.Config, flag
 		if i == 0 {
 			key = "stop rules"
 		}
-		row(key, "%s", strings.Join(rules[i:min(i+4, len(rules))], " · "))
+		r.row(key, "%s", strings.Join(rules[i:min(i+4, len(rules))], " · "))
 	}
-	printConditions(w, cfg)
+}
 
+// printVerdict says whether the run would start, or the stop it would meet
+// before its first tick.
+func printVerdict(w io.Writer, p Painter, plan *supervisor.Plan) {
 	fmt.Fprintln(w)
 	if plan.Stop == nil {
 		fmt.Fprintln(w, p.Green("The run would start.")+" Start it with the same command without --dry-run.")
-		return nil
+		return
 	}
 	code := plan.Stop.Code
 	fmt.Fprintf(w, "%s\n  %s\n", p.Red(fmt.Sprintf("The run would stop before its first tick: %s (exit %d)", code, stopreasons.ExitCode(code))),
@@ -246,7 +294,6 @@ func printDryRun(ios *IOStreams, plan *supervisor.Plan, cfg *config.Config, flag
 	if d := plan.Stop.Details; d != nil && len(d.Files) > 0 {
 		fmt.Fprintf(w, "  files: %s\n", stopreasons.ShowPaths(d.Files))
 	}
-	return nil
 }
 
 // printConditions lists the custom conditions as written in the config.
