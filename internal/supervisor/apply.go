@@ -10,28 +10,6 @@ import (
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
-// result is what a phase step reports: its event for the transition, and
-// the facts the effects and the evaluator need.
-type result struct {
-	Event
-	// stop describes the stop when the event can end the run (its message,
-	// condition, figures and details); the transition names the code.
-	stop      *stop
-	signature string // a failed attempt's error signature
-	errText   string // one line: what failed
-	// errEvent is the error of this step, for on_error conditions.
-	errEvent *stopconditions.ErrorEvent
-	// reviewRepeated: the review asked for the same changes as the one
-	// before it.
-	reviewRepeated bool
-}
-
-// fault is the result of a step that could not be carried out.
-func fault(err error) result {
-	sp := internalStop(err)
-	return result{Event: Event{Outcome: Fault, Code: sp.Code}, stop: sp}
-}
-
 // environmentError marks as environment_invalid the failures that come
 // from the machine rather than from runr or the run: a full disk or quota, a
 // read-only or failing file system, a working directory that is gone. They

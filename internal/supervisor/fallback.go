@@ -58,7 +58,7 @@ func (s *Supervisor) prepareAgentOrFallback(ctx context.Context) *stop {
 	if s.switchAgent(ctx, state.SwitchNotFound, time.Time{}, sp.Message) {
 		return nil
 	}
-	s.noFallbackLeft(sp)
+	noFallbackLeft(sp, len(s.o.Config.Agent.Fallback))
 	return sp
 }
 
@@ -145,7 +145,7 @@ func (s *Supervisor) fallbackOn(ctx context.Context, r result, resetAt time.Time
 	}
 	from := s.agentRef()
 	if !s.switchAgent(ctx, reason, resetAt, why) {
-		s.noFallbackLeft(r.stop)
+		noFallbackLeft(r.stop, len(s.o.Config.Agent.Fallback))
 		return r
 	}
 	if noop && s.st.Counters.Noop > 0 {
@@ -155,9 +155,9 @@ func (s *Supervisor) fallbackOn(ctx context.Context, r result, resetAt time.Time
 }
 
 // noFallbackLeft adds to a stop that a switch could have avoided that no
-// fallback agent was left to switch to.
-func (s *Supervisor) noFallbackLeft(sp *stop) {
-	if sp == nil || len(s.o.Config.Agent.Fallback) == 0 {
+// fallback agent was left to switch to, when the run has fallbacks.
+func noFallbackLeft(sp *stop, fallbacks int) {
+	if sp == nil || fallbacks == 0 {
 		return
 	}
 	sp.Message += "; no fallback agent left to switch to (agent.fallback)"

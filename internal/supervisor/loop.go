@@ -166,9 +166,7 @@ func (s *Supervisor) unapprovedStop(sp *stop) {
 	sp.resumePhase = state.PhaseImplement
 }
 
-func (s *Supervisor) signalStop(sig *signalStop) *stop {
-	return &stop{Stop: stopreasons.Stop{Code: sig.code, Condition: "signal", Message: sig.name}}
-}
+func (s *Supervisor) signalStop(sig *signalStop) *stop { return sig.stop() }
 
 // StopWaiting records a stop that came while no tick ran, a signal or a
 // `runr stop` during the auto-resume wait, the way every stop is recorded:

@@ -719,13 +719,6 @@ func hasCheck(checks []state.CheckResult, cmd string) bool {
 	return false
 }
 
-// Exit codes of the review command.
-const (
-	reviewApprove = 0
-	reviewChanges = 1
-	reviewReject  = 2
-)
-
 // review runs the review command: exit 0 approves, 1 requests changes, 2
 // rejects. A review that could not run, crashed (any other exit) or ran
 // past verify.timeout judged nothing: a failed attempt, not a request for

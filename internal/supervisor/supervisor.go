@@ -150,6 +150,11 @@ type signalStop struct {
 	name string
 }
 
+// stop is the run's stop on the signal.
+func (sig *signalStop) stop() *stop {
+	return &stop{Stop: stopreasons.Stop{Code: sig.code, Condition: "signal", Message: sig.name}}
+}
+
 // New returns a supervisor for o.
 func New(o Options) *Supervisor {
 	if o.Now == nil {

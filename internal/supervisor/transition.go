@@ -82,19 +82,6 @@ type Event struct {
 	Code    stopreasons.Code // Interrupted and Fault: the stop to record
 }
 
-// Rules are the parts of the configuration the transition reads.
-type Rules struct {
-	Verify     bool // verify commands are configured
-	Review     bool // a review command is configured
-	Skip       bool // on_milestone_failure: skip
-	MaxRetries int  // max_milestone_retries; 0 retries without limit
-}
-
-// Counters are the parts of the run's counters the transition reads.
-type Counters struct {
-	Retries int // failed and rejected attempts of the milestone before this one
-}
-
 // Backward edges of the phase graph.
 const (
 	edgeVerify = "verify->implement"
