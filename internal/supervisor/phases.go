@@ -3,8 +3,6 @@ package supervisor
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -20,8 +17,6 @@ import (
 	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/proc"
 	"github.com/runr-dev/runr/internal/state"
-	"github.com/runr-dev/runr/internal/stopconditions"
-	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
 const feedbackLines = 40
@@ -165,20 +160,9 @@ func (s *Supervisor) gitContext(ctx context.Context) (context.Context, context.C
 	return gctx, cancel
 }
 
-// interrupted reports whether a signal or the time budget cut a process
-// short, and the step's result when one did.
-func (s *Supervisor) interrupted(res proc.Result) (result, bool) {
-	if sig := s.signalled(); sig != nil {
-		sp := s.signalStop(sig)
-		return result{Event: Event{Outcome: Interrupted, Code: sp.Code}, stop: sp}, true
-	}
-	if res.Canceled && !s.deadline.IsZero() && !s.o.Now().Before(s.deadline) {
-		budget := time.Duration(s.st.Budget.TimeMS) * time.Millisecond
-		return result{Event: Event{Outcome: Interrupted, Code: stopreasons.Timeout}, stop: &stop{Stop: stopreasons.Stop{Condition: "budget.time",
-			Value: s.elapsed().Round(time.Second).String(), Threshold: budget.String(),
-			Message: fmt.Sprintf("the time budget of %s ran out", budget)}}}, true
-	}
-	return result{}, false
+// reading reads the signal and the time budget now.
+func (s *Supervisor) reading() Reading {
+	return Reading{Signal: s.signalled(), DeadlinePassed: !s.deadline.IsZero() && !s.o.Now().Before(s.deadline), Elapsed: s.elapsed()}
 }
 
 func (s *Supervisor) relLog(path string) string {
@@ -188,33 +172,54 @@ func (s *Supervisor) relLog(path string) string {
 	return path
 }
 
-// implement runs the agent once for the current milestone.
-func (s *Supervisor) implement(ctx context.Context) result {
+// implement runs the agent once for the current milestone, and the guards
+// on the tree after a call that ended by itself.
+func (s *Supervisor) implement(ctx context.Context) Decision {
+	f := s.callAgent(ctx)
+	if !f.CallDecides() {
+		gctx, cancel := s.gitContext(ctx)
+		defer cancel()
+		s.delta = nil
+		f.Guard = s.lookAtTree(gctx)
+		if s.delta != nil {
+			s.sum.files = countsOf(*s.delta)
+		}
+	}
+	return s.decide(ctx, Implement, f)
+}
+
+// agentCall is an agent call made ready: its process, its parser, and the
+// watches on its output.
+type agentCall struct {
+	ctx       context.Context // the call's own: the result grace ends it
+	spec      proc.Spec
+	parser    agents.Parser
+	spend     *spendWatch
+	grace     *graceWatch
+	stopWatch func() // ends the activity watch
+}
+
+// prepareCall writes the iteration's prompt and makes its call ready.
+func (s *Supervisor) prepareCall(ctx context.Context) (agentCall, error) {
 	st := s.st
-	m := s.milestone()
-	// A failed or rejected milestone is worked on again after a resume.
-	m.Status = state.MilestoneInProgress
-	st.Iteration++
 	prompt := BuildPrompt(st, s.cfg.Agent.CompletionPromise)
 	promptFile := filepath.Join(s.store.RunDir(st.RunID), "prompts", fmt.Sprintf("tick-%04d.md", st.Tick))
 	if err := state.WriteFileNoFollow(promptFile, []byte(prompt)); err != nil {
-		return fault(err)
+		return agentCall{}, err
 	}
 	req := s.request(prompt)
 	req.PromptFile = promptFile
 	inv, err := s.adapter.Invocation(req)
 	if err != nil {
-		return fault(err)
+		return agentCall{}, err
 	}
 	parser := s.adapter.NewParser(req)
 	spend := s.watchSpend(parser)
-	defer spend.close()
-	logPath := s.store.LogPath(st.RunID, st.Tick, state.PhaseImplement)
 	spec := proc.Spec{
 		Argv:         inv.Argv,
 		Dir:          s.dir,
 		Env:          append(agents.WithoutNestedSession(s.childEnv(state.PhaseImplement)), inv.Env...),
-		LogPath:      logPath,
+		LogPath:      s.store.LogPath(st.RunID, st.Tick, state.PhaseImplement),
 		Timeout:      s.cfg.Agent.Timeout,
 		IdleTimeout:  s.cfg.Agent.IdleTimeout,
 		OnStdoutLine: func(line []byte) bool { return !parser.Line(line) && spend.line() },
@@ -243,61 +248,56 @@ func (s *Supervisor) implement(ctx context.Context) result {
 		// looks only when the usage moved, which such a line cannot do.
 		spec.LineStarts = agents.LineStarts(parser)
 	}
-	ref := s.agentRef()
-	attempt := state.Attempt{Tick: st.Tick, Iteration: st.Iteration, Log: s.relLog(logPath), Agent: &ref}
-	m.Attempts = append(m.Attempts, attempt)
-	res, err := s.runProcess(callCtx, state.PhaseImplement, spec)
-	res = s.settleResult(grace, res)
-	stopWatch()
+	return agentCall{ctx: callCtx, spec: spec, parser: parser, spend: spend, grace: grace, stopWatch: stopWatch}, nil
+}
+
+// callAgent makes the iteration's agent call and gathers what came of it:
+// the process's end, the adapter's reading of its output, the spend
+// watch's stop, and the signal and the time budget as they are after it.
+func (s *Supervisor) callAgent(ctx context.Context) Facts {
+	st := s.st
+	m := s.milestone()
+	// A failed or rejected milestone is worked on again after a resume.
+	m.Status = state.MilestoneInProgress
+	st.Iteration++
+	f := Facts{Command: s.program}
+	c, err := s.prepareCall(ctx)
 	if err != nil {
-		if errors.Is(err, proc.ErrNotFound) {
-			return s.fallbackOn(ctx, result{Event: Event{Outcome: Fault, Code: stopreasons.WorkerNotFound},
-				stop: &stop{Stop: stopreasons.Stop{Condition: "agent.command", Message: err.Error(), Details: &stopreasons.StopDetails{Command: s.program}}}}, time.Time{}, agents.LimitNone, false)
-		}
+		f.Err = err
+		return f
+	}
+	defer c.spend.close()
+	ref := s.agentRef()
+	f.Log = s.relLog(c.spec.LogPath)
+	m.Attempts = append(m.Attempts, state.Attempt{Tick: st.Tick, Iteration: st.Iteration, Log: f.Log, Agent: &ref})
+	res, err := s.runProcess(c.ctx, state.PhaseImplement, c.spec)
+	res = s.settleResult(c.grace, res)
+	c.stopWatch()
+	if err != nil {
 		// A call that ran and then failed runr (its log could not be
 		// written) spent what it used: counted, not handed back on resume.
-		if u, ok := agents.UsageSoFar(parser); ok && (u.Tokens() > 0 || u.CacheReadTokens > 0 || u.CostUSD > 0) {
-			s.account(parser.Finish(res.ExitCode, res.Tail), res)
+		u, ok := agents.UsageSoFar(c.parser)
+		if ok && !errors.Is(err, proc.ErrNotFound) && (u.Tokens() > 0 || u.CacheReadTokens > 0 || u.CostUSD > 0) {
+			s.account(c.parser.Finish(res.ExitCode, res.Tail), res)
 		}
-		return fault(err)
+		f.Err = err
+		return f
 	}
-	spend.close()
+	c.spend.close()
+	f.Process = res
 	if msg, failed := s.sandboxFailure(res); failed {
-		return result{Event: Event{Outcome: Fault, Code: stopreasons.EnvironmentInvalid},
-			stop: &stop{Stop: stopreasons.Stop{Code: stopreasons.EnvironmentInvalid, Condition: "sandbox.mode", Message: msg}}}
+		f.Sandbox = msg
+		return f
 	}
-	ar := parser.Finish(res.ExitCode, res.Tail)
-	s.account(ar, res)
+	f.Agent = c.parser.Finish(res.ExitCode, res.Tail)
+	s.account(f.Agent, res)
 	s.lastOutput = proc.Tail(res.Tail, feedbackLines)
-	if ar.FinalText != "" {
-		s.lastOutput = ar.FinalText
+	if f.Agent.FinalText != "" {
+		s.lastOutput = f.Agent.FinalText
 	}
-	if r, stopped := spend.stopped(); stopped {
-		return r
-	}
-	if r, stopped := s.interrupted(res); stopped {
-		return r
-	}
-	if res.TimedOut {
-		return result{Event: Event{Outcome: AgentTimedOut}, stop: &stop{Stop: stopreasons.Stop{Condition: "agent.timeout", Value: res.Duration.Round(time.Second).String(),
-			Threshold: s.cfg.Agent.Timeout.String(), Message: fmt.Sprintf("the agent call ran past agent.timeout (%s)", s.cfg.Agent.Timeout)}}}
-	}
-	if res.Idle {
-		return result{Event: Event{Outcome: AgentStalled}, stop: &stop{Stop: stopreasons.Stop{Condition: "agent.idle_timeout", Threshold: s.cfg.Agent.IdleTimeout.String(),
-			Message: fmt.Sprintf("the agent printed nothing for %s", s.cfg.Agent.IdleTimeout)}}}
-	}
-	gctx, cancel := s.gitContext(ctx)
-	defer cancel()
-	s.delta = nil
-	r, stopped := s.afterImplement(gctx)
-	if s.delta != nil {
-		s.sum.files = countsOf(*s.delta)
-	}
-	if stopped {
-		return r
-	}
-	noop := !s.currentAttempt().Progress
-	return s.fallbackOn(ctx, s.judgeAgent(ar, res), ar.ResetAt, ar.Limit, noop)
+	f.Spend = c.spend.exceededBy()
+	f.At = s.reading()
+	return f
 }
 
 // account adds the call's cost and tokens to the run's usage and its
@@ -335,11 +335,16 @@ func (s *Supervisor) account(ar agents.Result, res proc.Result) {
 	}
 }
 
-// afterImplement updates the tree hash and the no-op streak, and runs the
-// scope and lockfile guards. It reports whether a guard (or a failure to
-// run one) ends the step.
-func (s *Supervisor) afterImplement(ctx context.Context) (result, bool) {
+// lookAtTree reads the tree after the call and gathers the guards'
+// verdicts on it: git's own files, the scope, the protected files and the
+// lockfiles.
+func (s *Supervisor) lookAtTree(ctx context.Context) *GuardFacts {
 	st := s.st
+	g := &GuardFacts{}
+	failed := func(err error) *GuardFacts {
+		g.Err, g.At = err, s.reading()
+		return g
+	}
 	// Asked for beside the call, answered by now, or with a later call's
 	// look or the stop: never waited for here.
 	s.takeAgentVersion(false)
@@ -347,86 +352,24 @@ func (s *Supervisor) afterImplement(ctx context.Context) (result, bool) {
 	// program such a file could name, so the stop can name every file.
 	meta, err := s.changedGitMetadata(ctx)
 	if err != nil {
-		return s.gitFault(err), true
+		return failed(err)
 	}
 	hash, changed, committed, err := s.agentChanges(ctx)
 	if err != nil {
-		return s.gitFault(err), true
+		return failed(err)
 	}
-	if hash != st.TreeHash {
-		st.Counters.Noop = 0
-		if a := s.currentAttempt(); a != nil {
-			a.Progress = true
-		}
-	} else {
-		st.Counters.Noop++
-	}
-	st.TreeHash = hash
+	g.Looked, g.Tree, g.Meta, g.Committed = true, hash, meta, committed
 	// The task file is runr's input, read once when the run started: an
 	// agent ticking its boxes is not out of scope.
 	inScope := slices.DeleteFunc(slices.Clone(changed), func(p string) bool { return p == st.Task.File })
-	violations, err := guard.CheckScope(inScope, s.cfg.Scope.Allow, s.cfg.Scope.Deny)
-	if err != nil {
-		return result{Event: Event{Outcome: Fault, Code: stopreasons.ConfigInvalid}, stop: &stop{Stop: stopreasons.Stop{Message: err.Error()}}}, true
+	if g.Scope, err = guard.CheckScope(inScope, s.cfg.Scope.Allow, s.cfg.Scope.Deny); err != nil {
+		return failed(err)
 	}
-	violations = append(meta, violations...)
-	protected, err := s.protectedChanges(inScope, violations)
-	if errors.Is(err, guard.ErrBadGlob) {
-		return result{Event: Event{Outcome: Fault, Code: stopreasons.ConfigInvalid}, stop: &stop{Stop: stopreasons.Stop{Message: err.Error()}}}, true
-	} else if err != nil {
-		return s.gitFault(err), true
+	if g.Protected, err = s.protectedChanges(inScope, append(slices.Clone(meta), g.Scope...)); err != nil {
+		return failed(err)
 	}
-	if len(violations) > 0 || len(protected) > 0 {
-		var files, rules, ruleNames, msgs []string
-		named := func(vs []guard.Violation, kind string) []string {
-			var out, evFiles, evRules []string
-			for _, v := range vs {
-				r := v.Rule
-				if v.Pattern != "" {
-					r += " " + v.Pattern
-				}
-				files, rules, evFiles, evRules = append(files, v.Path), append(rules, r), append(evFiles, v.Path), append(evRules, r)
-				if !slices.Contains(ruleNames, v.Rule) {
-					ruleNames = append(ruleNames, v.Rule)
-				}
-				if v.Change != "" {
-					r += ", " + v.Change
-				}
-				out = append(out, fmt.Sprintf("%q (%s%s)", v.Path, r, committedNote(committed, v.Path)))
-			}
-			if len(vs) > 0 {
-				s.event(state.GuardEvent{Rule: kind, Files: evFiles, Rules: evRules})
-			}
-			return out
-		}
-		if out := named(violations, "scope"); len(out) > 0 {
-			msg := fmt.Sprintf("%d changed file(s) outside the scope: %s", len(out), strings.Join(out, ", "))
-			if len(meta) > 0 {
-				msg += " (" + guard.RuleGitMetadata + ": git's own config, info and hooks files, which can make git run programs or hide changes, are outside every scope)"
-			}
-			msgs = append(msgs, msg)
-		}
-		if out := named(protected, stopreasons.RuleProtect); len(out) > 0 {
-			msgs = append(msgs, fmt.Sprintf("%d protected file(s) changed: %s; %s", len(out), strings.Join(out, ", "), stopreasons.ProtectAdvice))
-		}
-		return result{Event: Event{Outcome: ScopeViolated}, stop: &stop{Stop: stopreasons.Stop{Condition: strings.Join(ruleNames, ", "),
-			Message: strings.Join(msgs, "; "),
-			Details: &stopreasons.StopDetails{Files: files, Rules: rules, Committed: onlyIn(committed, files)}}}}, true
-	}
-	if !st.Flags.AllowDeps {
-		if locks := guard.CheckLockfiles(changed, s.cfg.Scope.Lockfiles); len(locks) > 0 {
-			var rules, named []string
-			for _, l := range locks {
-				rules = append(rules, "scope.lockfiles")
-				named = append(named, fmt.Sprintf("%q (scope.lockfiles%s)", l, committedNote(committed, l)))
-			}
-			s.event(state.GuardEvent{Rule: "lockfiles", Files: locks})
-			return result{Event: Event{Outcome: LockfileChanged}, stop: &stop{Stop: stopreasons.Stop{Condition: "scope.lockfiles",
-				Message: fmt.Sprintf("lockfile(s) changed without --allow-deps: %s", strings.Join(named, ", ")),
-				Details: &stopreasons.StopDetails{Files: locks, Rules: rules, Committed: onlyIn(committed, locks)}}}}, true
-		}
-	}
-	return result{}, false
+	g.Lockfiles = guard.CheckLockfiles(changed, s.cfg.Scope.Lockfiles)
+	return g
 }
 
 // protectedChanges returns the changed files that existed at the start of
@@ -572,18 +515,6 @@ func (s *Supervisor) guardSnapshot() (*guard.Snapshot, error) {
 	return s.snap, nil
 }
 
-// gitFault is the step's result when a git call of the guards or the
-// checkpoint failed: the time budget's stop when its deadline ended the
-// call, else a fault.
-func (s *Supervisor) gitFault(err error) result {
-	if errors.Is(err, context.DeadlineExceeded) {
-		if r, stopped := s.interrupted(proc.Result{Canceled: true}); stopped {
-			return r
-		}
-	}
-	return fault(err)
-}
-
 // committedNote marks a path the agent committed itself, since undoing that
 // takes more than a stash.
 func committedNote(committed []string, p string) string {
@@ -604,61 +535,12 @@ func onlyIn(list, of []string) []string {
 	return out
 }
 
-// judgeAgent turns the adapter's result into the step's event.
-func (s *Supervisor) judgeAgent(ar agents.Result, res proc.Result) result {
-	st := s.st
-	switch ar.Class {
-	case agents.ClassRateLimit:
-		details := &stopreasons.StopDetails{AgentError: firstLine(ar.ErrorText, ""), LimitKind: string(ar.Limit)}
-		msg := "the agent hit a rate or usage limit"
-		if ar.Limit != agents.LimitNone {
-			msg += " (" + string(ar.Limit) + ")"
-		}
-		if !ar.ResetAt.IsZero() {
-			details.ResetAt = ar.ResetAt.UTC().Format(time.RFC3339)
-			msg += "; it resets at " + details.ResetAt
-		}
-		return result{Event: Event{Outcome: AgentRateLimited}, errText: ar.ErrorText,
-			stop: &stop{Stop: stopreasons.Stop{Condition: "agent", Message: msg, Details: details}}}
-	case agents.ClassAuth:
-		return result{Event: Event{Outcome: AgentAuthFailed}, errText: ar.ErrorText,
-			stop: &stop{Stop: stopreasons.Stop{Condition: "agent", Message: firstLine(ar.ErrorText, "authentication failed"),
-				Details: &stopreasons.StopDetails{AgentError: firstLine(ar.ErrorText, "")}}}}
-	case agents.ClassBudget:
-		return result{Event: Event{Outcome: AgentCostCap}, errText: ar.ErrorText,
-			stop: &stop{Stop: stopreasons.Stop{Condition: "max_cost_usd", Value: round2(st.Usage.CostUSD), Threshold: st.Budget.MaxCostUSD,
-				Message: fmt.Sprintf("the agent stopped on the cost cap: $%.2f of $%.2f", st.Usage.CostUSD, st.Budget.MaxCostUSD)}}}
-	}
-	if ar.Signal == agents.SignalBlocked {
-		return result{Event: Event{Outcome: AgentBlocked}, errText: ar.SignalText,
-			stop: &stop{Stop: stopreasons.Stop{Condition: "RUNR_STATUS", Message: firstLine(ar.SignalText, "the agent is blocked")}}}
-	}
-	if ar.IsError || ar.Signal == agents.SignalFailed || res.ExitCode != 0 {
-		text := ar.ErrorText
-		if text == "" {
-			text = proc.Tail(res.Tail, feedbackLines)
-		}
-		cmd := s.program
-		sig := stopconditions.Signature(cmd, text)
-		st.LastFailure = &state.Failure{Tick: st.Tick, Phase: state.PhaseImplement, Command: cmd, ExitCode: res.ExitCode,
-			Tail: proc.Tail([]byte(text), feedbackLines), Signature: sig, Log: s.currentAttempt().Log}
-		return result{Event: Event{Outcome: AgentFailed}, signature: sig,
-			errText:  firstLine(text, fmt.Sprintf("agent exited %d", res.ExitCode)),
-			errEvent: &stopconditions.ErrorEvent{Source: stopconditions.SourceAgent, Text: text}}
-	}
-	return result{Event: Event{Outcome: AgentSucceeded, Done: ar.Signal == agents.SignalDone}}
-}
-
-// verify runs the verification commands in order; the first failure fails
-// the attempt.
-func (s *Supervisor) verify(ctx context.Context) result {
+// verify runs the verification commands in order, until one ends the step
+// (the first failure fails the attempt).
+func (s *Supervisor) verify(ctx context.Context) Decision {
 	st := s.st
 	logPath := s.store.LogPath(st.RunID, st.Tick, state.PhaseVerify)
-	prev := map[string]bool{}
-	for _, c := range st.Verify {
-		prev[c.Command] = c.Passed
-	}
-	var results []state.CheckResult
+	f := Facts{Log: s.relLog(logPath)}
 	for _, cmd := range s.cfg.Verify.Commands {
 		appendLog(logPath, fmt.Sprintf("$ %s\n", cmd))
 		res, err := s.runProcess(ctx, state.PhaseVerify, proc.Spec{
@@ -669,45 +551,17 @@ func (s *Supervisor) verify(ctx context.Context) result {
 			Timeout: s.cfg.Verify.Timeout,
 		})
 		if err != nil {
-			return fault(err)
+			f.Err = err
+			break
 		}
 		s.sum.verifyTime += res.Duration
-		if r, stopped := s.interrupted(res); stopped {
-			return r
-		}
-		if res.TimedOut {
-			s.sum.verify = "timed out"
-			st.LastFailure = &state.Failure{Tick: st.Tick, Phase: state.PhaseVerify, Command: cmd, ExitCode: res.ExitCode,
-				Tail: proc.Tail(res.Tail, feedbackLines), Log: s.relLog(logPath)}
-			return result{Event: Event{Outcome: VerifyTimedOut}, stop: &stop{Stop: stopreasons.Stop{Condition: "verify.timeout", Threshold: s.cfg.Verify.Timeout.String(),
-				Message: fmt.Sprintf("%q ran past verify.timeout (%s)", cmd, s.cfg.Verify.Timeout), Details: &stopreasons.StopDetails{Command: cmd}}}}
-		}
-		passed := res.ExitCode == 0
-		if passed && !prev[cmd] && hasCheck(st.Verify, cmd) {
-			// A check went from failing to passing.
-			if a := s.currentAttempt(); a != nil {
-				a.Progress = true
-			}
-		}
-		results = append(results, state.CheckResult{Command: cmd, Passed: passed, ExitCode: res.ExitCode})
-		if !passed {
-			s.sum.verify = "failed"
-			tail := proc.Tail(res.Tail, feedbackLines)
-			sig := stopconditions.Signature(cmd, tail)
-			st.Verify = results
-			st.Counters.TestFailStreak++
-			st.LastFailure = &state.Failure{Tick: st.Tick, Phase: state.PhaseVerify, Command: cmd, ExitCode: res.ExitCode,
-				Tail: tail, Signature: sig, Log: s.relLog(logPath)}
-			return result{Event: Event{Outcome: VerifyFailed}, signature: sig, errText: fmt.Sprintf("%s exited %d", cmd, res.ExitCode),
-				errEvent: &stopconditions.ErrorEvent{Source: stopconditions.SourceVerify, Text: tail}}
+		c := CheckFacts{Command: cmd, Process: res, At: s.reading()}
+		f.Checks = append(f.Checks, c)
+		if c.Ends() {
+			break
 		}
 	}
-	st.Verify = results
-	st.Counters.TestFailStreak = 0
-	if len(results) > 0 {
-		s.sum.verify = "passed"
-	}
-	return result{Event: Event{Outcome: VerifyPassed}}
+	return s.decide(ctx, Verify, f)
 }
 
 func hasCheck(checks []state.CheckResult, cmd string) bool {
@@ -719,90 +573,56 @@ func hasCheck(checks []state.CheckResult, cmd string) bool {
 	return false
 }
 
-// review runs the review command: exit 0 approves, 1 requests changes, 2
-// rejects. A review that could not run, crashed (any other exit) or ran
-// past verify.timeout judged nothing: a failed attempt, not a request for
-// changes.
-func (s *Supervisor) review(ctx context.Context) result {
+// review runs the review command.
+func (s *Supervisor) review(ctx context.Context) Decision {
 	st := s.st
-	m := s.milestone()
 	logPath := s.store.LogPath(st.RunID, st.Tick, state.PhaseReview)
 	argv := s.cfg.Review.Command
-	res, err := s.runProcess(ctx, state.PhaseReview, proc.Spec{Argv: argv, Dir: s.dir, Env: s.childEnv(state.PhaseReview), LogPath: logPath, Timeout: s.cfg.Verify.Timeout})
-	if err != nil {
-		if errors.Is(err, proc.ErrNotFound) {
-			return result{Event: Event{Outcome: Fault, Code: stopreasons.EnvironmentInvalid}, stop: &stop{Stop: stopreasons.Stop{Condition: "review.command", Message: err.Error()}}}
-		}
-		return fault(err)
-	}
-	if r, stopped := s.interrupted(res); stopped {
-		return r
-	}
-	notes := proc.Tail(res.Tail, feedbackLines)
-	cmd := strings.Join(argv, " ")
-	failure := &state.Failure{Tick: st.Tick, Phase: state.PhaseReview, Command: cmd, ExitCode: res.ExitCode, Tail: notes, Log: s.relLog(logPath)}
-	switch {
-	case res.TimedOut, res.ExitCode != reviewApprove && res.ExitCode != reviewChanges && res.ExitCode != reviewReject:
-		why := fmt.Sprintf("the review exited %d", res.ExitCode)
-		switch {
-		case res.TimedOut:
-			why = fmt.Sprintf("the review ran past verify.timeout (%s)", s.cfg.Verify.Timeout)
-		case res.Signal != "":
-			why = "the review was ended by a signal (" + res.Signal + ")"
-		}
-		failure.Signature = stopconditions.Signature(cmd, why)
-		st.LastFailure = failure
-		// on_error judges agent and verify errors (DESIGN §4), not the review's.
-		return result{Event: Event{Outcome: ReviewFailed}, signature: failure.Signature, errText: why}
-	case res.ExitCode == reviewApprove:
-		st.ReviewNotesHash = ""
-		return result{Event: Event{Outcome: ReviewApproved}}
-	case res.ExitCode == reviewReject:
-		failure.Notes = notes
-		st.LastFailure = failure
-		return result{Event: Event{Outcome: ReviewRejected}, errText: "the review rejected the work",
-			stop: &stop{Stop: stopreasons.Stop{Condition: "review.command", Message: "the review rejected milestone " + strconv.Itoa(st.MilestoneIndex+1),
-				Details: &stopreasons.StopDetails{Command: cmd}}}}
-	default:
-		h := sha256.Sum256([]byte(strings.TrimSpace(notes)))
-		hash := hex.EncodeToString(h[:8])
-		repeated := st.ReviewNotesHash == hash
-		st.ReviewNotesHash = hash
-		m.ReviewRounds++
-		failure.Notes = notes
-		st.LastFailure = failure
-		return result{Event: Event{Outcome: ReviewChanges}, errText: "the review requested changes", reviewRepeated: repeated}
-	}
+	f := Facts{Command: strings.Join(argv, " "), Log: s.relLog(logPath)}
+	f.Process, f.Err = s.runProcess(ctx, state.PhaseReview, proc.Spec{Argv: argv, Dir: s.dir, Env: s.childEnv(state.PhaseReview), LogPath: logPath, Timeout: s.cfg.Verify.Timeout})
+	f.At = s.reading()
+	return s.decide(ctx, Review, f)
 }
 
 // checkpoint records the approved milestone's tree and commits it when
 // asked.
-func (s *Supervisor) checkpoint(ctx context.Context) result {
-	ctx, cancel := s.gitContext(ctx)
+func (s *Supervisor) checkpoint(ctx context.Context) Decision {
+	gctx, cancel := s.gitContext(ctx)
 	defer cancel()
+	var f Facts
+	if err := s.commitMilestone(gctx); err != nil {
+		f.Err, f.At = err, s.reading()
+	}
+	return s.decide(ctx, Checkpoint, f)
+}
+
+// commitMilestone records the milestone's tree, and commits it when
+// checkpoint.commit is on (always in worktree mode).
+func (s *Supervisor) commitMilestone(ctx context.Context) error {
 	st := s.st
 	m := s.milestone()
 	m.TreeHash = st.TreeHash
-	if s.cfg.Checkpoint.Commit || st.Flags.Worktree {
-		msg := fmt.Sprintf("runr %s: milestone %d/%d: %s", st.RunID, st.MilestoneIndex+1, len(st.Milestones), m.Goal)
-		exclude, err := s.untouchedFiles(ctx)
-		if err != nil {
-			return s.gitFault(err)
-		}
-		sha, err := guard.CommitAll(ctx, s.dir, msg, exclude)
-		if err != nil {
-			return s.gitFault(err)
-		}
-		m.Commit = sha
-		if sha != "" {
-			// What the commit holds was judged after implement; later
-			// guards judge only commits after it. The baseline stays: the
-			// user's files it records were left out of the commit.
-			st.GuardHead = sha
-			s.event(state.CheckpointCommitEvent{SHA: sha, Milestone: st.MilestoneIndex + 1})
-		}
+	if !s.cfg.Checkpoint.Commit && !st.Flags.Worktree {
+		return nil
 	}
-	return result{Event: Event{Outcome: Checkpointed}}
+	msg := fmt.Sprintf("runr %s: milestone %d/%d: %s", st.RunID, st.MilestoneIndex+1, len(st.Milestones), m.Goal)
+	exclude, err := s.untouchedFiles(ctx)
+	if err != nil {
+		return err
+	}
+	sha, err := guard.CommitAll(ctx, s.dir, msg, exclude)
+	if err != nil {
+		return err
+	}
+	m.Commit = sha
+	if sha != "" {
+		// What the commit holds was judged after implement; later
+		// guards judge only commits after it. The baseline stays: the
+		// user's files it records were left out of the commit.
+		st.GuardHead = sha
+		s.event(state.CheckpointCommitEvent{SHA: sha, Milestone: st.MilestoneIndex + 1})
+	}
+	return nil
 }
 
 // untouchedFiles are the user's files a checkpoint commit leaves alone: the
@@ -849,8 +669,6 @@ func (s *Supervisor) nextMilestone() {
 	for st.MilestoneIndex < len(st.Milestones) && st.Milestones[st.MilestoneIndex].Status == state.MilestoneApproved {
 		st.MilestoneIndex++
 	}
-	st.Counters.Edges = map[string]int{}
-	st.ReviewNotesHash = ""
 	if st.MilestoneIndex >= len(st.Milestones) {
 		st.Phase = state.PhaseFinalize
 		return
@@ -859,100 +677,12 @@ func (s *Supervisor) nextMilestone() {
 	st.Milestones[st.MilestoneIndex].Status = state.MilestoneInProgress
 }
 
-func (s *Supervisor) backEdge(edge string) {
-	st := s.st
-	if st.Counters.Edges == nil {
-		st.Counters.Edges = map[string]int{}
-	}
-	st.Counters.Edges[edge]++
-	m := s.milestone()
-	if m.Edges == nil {
-		m.Edges = map[string]int{}
-	}
-	m.Edges[edge]++
-}
-
-// endMilestone gives the current milestone the status it ends with.
-func (s *Supervisor) endMilestone(status string) {
-	st := s.st
-	m := s.milestone()
-	m.Status = status
-	switch status {
-	case state.MilestoneApproved:
-		st.Counters.ConsecutiveFails = 0
-		s.event(state.MilestoneApprovedEvent{Milestone: st.MilestoneIndex + 1, Goal: m.Goal})
-		if n := s.o.Milestones; n != nil {
-			// Told beside the run, not in its way: a slow webhook must not
-			// hold the next tick, nor a signal's stop. finish waits for it.
-			id, dir, num, goal, log := st.RunID, s.store.RunDir(st.RunID), st.MilestoneIndex+1, m.Goal, s.log
-			s.notifying.Add(1)
-			go func() {
-				defer s.notifying.Done()
-				if err := n.MilestoneApproved(id, dir, num, goal); err != nil && log != nil {
-					log.Warn("notify milestone", zap.Error(err))
-				}
-			}()
-		}
-	case state.MilestoneFailed:
-		st.Counters.ConsecutiveFails++
-		s.event(state.MilestoneFailedEvent{Milestone: st.MilestoneIndex + 1, Retries: m.Retries})
-	case state.MilestoneRejected:
-		st.Counters.ConsecutiveFails++
-	}
-}
-
 func (s *Supervisor) currentAttempt() *state.Attempt {
 	m := s.milestone()
 	if len(m.Attempts) == 0 {
 		return nil
 	}
 	return &m.Attempts[len(m.Attempts)-1]
-}
-
-// closeAttempt records the outcome of the current attempt and updates the
-// counters that depend on it; retry counts it against the milestone's
-// retries.
-func (s *Supervisor) closeAttempt(outcome string, retry bool, signature, errText string) {
-	st := s.st
-	a := s.currentAttempt()
-	if a == nil || a.Outcome != "" {
-		return
-	}
-	a.Outcome = outcome
-	a.ErrorSignature = signature
-	a.Error = errText
-	if outcome == state.OutcomeStopped {
-		return
-	}
-	if outcome == state.OutcomeSwitched {
-		s.event(attemptEvent(st.MilestoneIndex+1, a))
-		return
-	}
-	m := s.milestone()
-	st.Counters.Attempts++
-	if outcome == state.OutcomeApproved {
-		st.Counters.SameError = 0
-	}
-	if retry {
-		m.Retries++
-		if signature != "" {
-			if signature == st.LastErrorSignature {
-				st.Counters.SameError++
-			} else {
-				st.Counters.SameError = 1
-			}
-			st.LastErrorSignature = signature
-		}
-	}
-	if a.Progress || outcome == state.OutcomeApproved {
-		st.Counters.NoProgress = 0
-		st.LastProgressTick = st.Tick
-	} else {
-		st.Counters.NoProgress++
-	}
-	st.Statistics = st.Tally()
-	// The whole attempt: state.json lists only a milestone's last ones.
-	s.event(attemptEvent(st.MilestoneIndex+1, a))
 }
 
 // attemptEvent is the timeline's record of attempt a of milestone m (1-based).
