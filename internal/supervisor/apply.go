@@ -2,39 +2,13 @@ package supervisor
 
 import (
 	"context"
-	"errors"
 	"os"
-	"syscall"
 
 	"go.uber.org/zap"
 
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopconditions"
-	"github.com/runr-dev/runr/internal/stopreasons"
 )
-
-// environmentError marks as environment_invalid the failures that come
-// from the machine rather than from runr or the run: a full disk or quota, a
-// read-only or failing file system, a working directory that is gone. They
-// stop the run with its state.json as last written, resumable once fixed.
-func environmentError(err error, dir string) error {
-	if stopreasons.CodeOf(err) == stopreasons.EnvironmentInvalid {
-		return err
-	}
-	for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT, syscall.EROFS, syscall.EIO} {
-		if errors.Is(err, errno) {
-			return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "%s; free space or fix the file system, then run `runr resume`", errno)
-		}
-	}
-	if dir == "" {
-		return err
-	}
-	if _, serr := os.Stat(dir); serr != nil {
-		return stopreasons.Wrap(stopreasons.EnvironmentInvalid, err,
-			"the run's working directory %s is gone; restore it, then run `runr resume`", dir)
-	}
-	return err
-}
 
 // rules are the parts of the configuration the decision reads.
 func (s *Supervisor) rules() Rules {
@@ -56,11 +30,9 @@ func (s *Supervisor) rules() Rules {
 // run is the run as the decision reads it: a copy, never written through.
 func (s *Supervisor) run() Run {
 	st := s.st
-	c := st.Counters
 	run := Run{
-		Counters: Counters{Attempts: c.Attempts, SameError: c.SameError, LastErrorSignature: st.LastErrorSignature,
-			Noop: c.Noop, NoProgress: c.NoProgress, LastProgressTick: st.LastProgressTick, ConsecutiveFails: c.ConsecutiveFails,
-			TestFailStreak: c.TestFailStreak, Edges: c.Edges, ReviewNotesHash: st.ReviewNotesHash, TreeHash: st.TreeHash},
+		Counters: Counters{Counters: st.Counters, LastErrorSignature: st.LastErrorSignature, LastProgressTick: st.LastProgressTick,
+			ReviewNotesHash: st.ReviewNotesHash, TreeHash: st.TreeHash},
 		ID: st.RunID, Dir: s.dir, Tick: st.Tick, Milestone: st.MilestoneIndex + 1, Checks: st.Verify,
 		CostUSD: st.Usage.CostUSD, Tokens: st.Usage.InputTokens + st.Usage.OutputTokens, CostEstimated: st.Usage.CostEstimated,
 		Budget: st.Budget,
@@ -104,8 +76,7 @@ func (s *Supervisor) decide(ctx context.Context, phase Phase, f Facts) Decision 
 func (s *Supervisor) apply(d Decision) *stop {
 	st := s.st
 	c := d.Counters
-	st.Counters.Attempts, st.Counters.SameError, st.Counters.Noop, st.Counters.NoProgress = c.Attempts, c.SameError, c.Noop, c.NoProgress
-	st.Counters.ConsecutiveFails, st.Counters.TestFailStreak, st.Counters.Edges = c.ConsecutiveFails, c.TestFailStreak, c.Edges
+	st.Counters = c.Counters
 	st.LastErrorSignature, st.LastProgressTick, st.ReviewNotesHash, st.TreeHash = c.LastErrorSignature, c.LastProgressTick, c.ReviewNotesHash, c.TreeHash
 	if i := st.MilestoneIndex; i >= 0 && i < len(st.Milestones) {
 		m := &st.Milestones[i]
@@ -161,4 +132,32 @@ func (s *Supervisor) notifyApproved() {
 			log.Warn("notify milestone", zap.Error(err))
 		}
 	}()
+}
+
+func (s *Supervisor) milestone() *state.Milestone {
+	return &s.st.Milestones[s.st.MilestoneIndex]
+}
+
+func (s *Supervisor) nextMilestone() {
+	st := s.st
+	st.MilestoneIndex++
+	// After a resume went back to a failed milestone, the approved ones
+	// after it are not redone.
+	for st.MilestoneIndex < len(st.Milestones) && st.Milestones[st.MilestoneIndex].Status == state.MilestoneApproved {
+		st.MilestoneIndex++
+	}
+	if st.MilestoneIndex >= len(st.Milestones) {
+		st.Phase = state.PhaseFinalize
+		return
+	}
+	st.Phase = state.PhaseImplement
+	st.Milestones[st.MilestoneIndex].Status = state.MilestoneInProgress
+}
+
+func (s *Supervisor) currentAttempt() *state.Attempt {
+	m := s.milestone()
+	if len(m.Attempts) == 0 {
+		return nil
+	}
+	return &m.Attempts[len(m.Attempts)-1]
 }

@@ -20,176 +20,6 @@ import (
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
-// Facts are what the loop saw in one phase step, gathered into one value
-// for Decide: implement fills in the call, the adapter's reading of it and
-// the guards' verdicts; verify its checks; review its process; checkpoint
-// the failure of its git calls.
-type Facts struct {
-	// Err is runr's own failure to carry out the step: its I/O, a program
-	// it needs (proc.ErrNotFound), a git call of the checkpoint (At is
-	// read when it failed).
-	Err error
-	// Command is what the step ran: the agent's program, the review's
-	// words.
-	Command string
-	// Log is the step's log, relative to the run dir.
-	Log string
-	// Process is how the step's process ended (implement, review); At is
-	// the signal and the time budget as read right after it.
-	Process proc.Result
-	At      Reading
-	// Sandbox is the sandbox helper's own failure line; "" for none.
-	Sandbox string
-	// Spend is the budget the spend watch stopped the call on
-	// ("budget.max_cost_usd" or "budget.max_tokens"); "" for none.
-	Spend string
-	// Agent is the adapter's reading of the call's output.
-	Agent agents.Result
-	// Guard is what the guards found after the call; nil when the call
-	// decided the step by itself (CallDecides).
-	Guard *GuardFacts
-	// Checks are the verify commands run, in order, up to the one that
-	// ended the step (CheckFacts.Ends).
-	Checks []CheckFacts
-	// Switch is the loop's try at the switch the decision asked for; nil
-	// before it.
-	Switch *SwitchFacts
-	// Now is when the step ended: a limit's reset time is judged from it.
-	Now time.Time
-	// DirGone: the run's working directory is gone (a deleted worktree).
-	DirGone bool
-}
-
-// Reading is the run's signal and time budget as read at one moment.
-type Reading struct {
-	Signal         *signalStop   // the first signal; nil for none
-	DeadlinePassed bool          // the time budget's deadline has passed
-	Elapsed        time.Duration // the run's elapsed time, over every invocation
-}
-
-// cuts reports whether a signal or the time budget cut process p short.
-func (at Reading) cuts(p proc.Result) bool {
-	return at.Signal != nil || p.Canceled && at.DeadlinePassed
-}
-
-// GuardFacts are the guards' verdicts on the tree after an agent call.
-type GuardFacts struct {
-	// Err is a failure of the guards' git calls or globs, At read when it
-	// happened; the verdicts after it are missing.
-	Err error
-	At  Reading
-	// Looked: the tree was read, and Tree is its fingerprint.
-	Looked bool
-	Tree   string
-	// Meta are git's own files changed since the start, Scope the changed
-	// files outside scope.allow or inside scope.deny, Protected the
-	// protected files changed (not already among those).
-	Meta, Scope, Protected []guard.Violation
-	// Lockfiles are the changed files that match scope.lockfiles.
-	Lockfiles []string
-	// Committed are the changed files the agent committed itself.
-	Committed []string
-}
-
-// CheckFacts is one verify command's run.
-type CheckFacts struct {
-	Command string
-	Process proc.Result
-	At      Reading
-}
-
-// Ends reports whether the check ends the verify step: a signal or the
-// time budget cut it short, or the command timed out or failed.
-func (c CheckFacts) Ends() bool {
-	return c.At.cuts(c.Process) || c.Process.TimedOut || c.Process.ExitCode != 0
-}
-
-// CallDecides reports whether the agent call decides the step by itself,
-// before the guards look at the tree: runr failed to make it, the sandbox
-// failed, a budget stopped it, a signal or the time budget cut it short,
-// or it ran past agent.timeout or agent.idle_timeout.
-func (f Facts) CallDecides() bool {
-	return f.Err != nil || f.Sandbox != "" || f.Spend != "" || f.At.cuts(f.Process) || f.Process.TimedOut || f.Process.Idle
-}
-
-// SwitchFacts are what came of a switch to a fallback agent.
-type SwitchFacts struct {
-	Switched bool
-	From, To state.AgentRef
-}
-
-// Switch asks the loop to switch the run to its next usable fallback agent
-// (agent.fallback).
-type Switch struct {
-	Reason  string    // state.SwitchRateLimited or state.SwitchNotFound
-	Why     string    // in words
-	ResetAt time.Time // the limit's reset; zero when none is known
-}
-
-// Counters are the run's counters one step reads and changes (DESIGN §4),
-// with what they are judged on.
-type Counters struct {
-	// The milestone's: its failed and rejected attempts
-	// (max_milestone_retries), its review rounds that asked for changes,
-	// and its backward edges as recorded.
-	Retries        int
-	ReviewRounds   int
-	MilestoneEdges map[string]int
-	// The run's: finished attempts (circuit_breaker), identical failures
-	// in a row (same_error), calls that left the tree as it was (noop),
-	// attempts without progress (no_progress), failed or rejected
-	// milestones in a row (consecutive_fails), failed verify runs in a row
-	// (test_failure_streak), the backward edges within the milestone
-	// (max_edge).
-	Attempts           int
-	SameError          int
-	LastErrorSignature string
-	Noop               int
-	NoProgress         int
-	LastProgressTick   int
-	ConsecutiveFails   int
-	TestFailStreak     int
-	Edges              map[string]int
-	// ReviewNotesHash is the last request for changes (a repeated one is
-	// a review loop); TreeHash the tree's fingerprint after the last call.
-	ReviewNotesHash string
-	TreeHash        string
-}
-
-// Rules are the parts of the configuration the decision reads.
-type Rules struct {
-	Verify     bool // verify commands are configured
-	Review     bool // a review command is configured
-	Skip       bool // on_milestone_failure: skip
-	MaxRetries int  // max_milestone_retries; 0 retries without limit
-	AllowDeps  bool // --allow-deps: lockfiles may change
-	Fallbacks  int  // the number of fallback agents (agent.fallback)
-	// MaxWait is resume.max_wait: a limit that resets later switches agents.
-	MaxWait time.Duration
-	// The timeouts, for the stops' messages.
-	AgentTimeout, IdleTimeout, VerifyTimeout time.Duration
-}
-
-// Run is what Decide reads of the run: its counters, and what the records
-// and messages of an outcome name.
-type Run struct {
-	Counters
-	ID        string
-	Dir       string // where the agent works
-	Tick      int
-	Milestone int // 1-based
-	Goal      string
-	// Attempt is the milestone's last attempt (a copy); nil for none.
-	Attempt *state.Attempt
-	// Checks are the last verify's results.
-	Checks []state.CheckResult
-	// The run's usage so far, the step's call included, and its budget.
-	CostUSD       float64
-	Tokens        int64 // input and output tokens (budget.max_tokens)
-	CostEstimated bool
-	Budget        state.Budget
-}
-
 // Decision is what Decide makes of one phase step.
 type Decision struct {
 	Event Event // what the step came to
@@ -664,104 +494,53 @@ func switchReason(res result, now time.Time, maxWait time.Duration) (string, str
 	return "", ""
 }
 
-// follow carries the step's result through the transition: the attempt
-// closed, the backward edge taken, the milestone ended, the counters a new
-// milestone starts afresh, or the stop.
-func (d *Decision) follow(phase Phase, res result, run Run, r Rules) {
-	step := Transition(phase, res.Event, d.Counters, r)
-	d.Event, d.Step = res.Event, step
-	d.ErrEvent, d.ReviewRepeated = res.errEvent, res.reviewRepeated
-	if step.Attempt != "" {
-		d.closeAttempt(step.Attempt, step.Retry, res.signature, res.errText, run)
+const feedbackLines = 40
+
+// committedNote marks a path the agent committed itself, since undoing that
+// takes more than a stash.
+func committedNote(committed []string, p string) string {
+	if slices.Contains(committed, p) {
+		return ", committed"
 	}
-	if e := step.Edge; e != "" {
-		d.Counters.Edges = addEdge(d.Counters.Edges, e)
-		d.Counters.MilestoneEdges = addEdge(d.Counters.MilestoneEdges, e)
-	}
-	if step.Milestone != "" {
-		d.endMilestone(step.Milestone, run)
-	}
-	if step.NextMilestone {
-		d.Counters.Edges = map[string]int{}
-		d.Counters.ReviewNotesHash = ""
-	}
-	if step.Stop != "" {
-		sp := res.stop
-		if sp == nil {
-			sp = &stop{Stop: stopreasons.Stop{Message: string(step.Stop)}}
-		}
-		sp.Code = step.Stop
-		sp.resumePhase = string(step.ResumeAt)
-		if sp.resumePhase == "" {
-			sp.resumePhase = string(phase)
-		}
-		d.Stop = sp
-	}
+	return ""
 }
 
-func addEdge(edges map[string]int, e string) map[string]int {
-	if edges == nil {
-		edges = map[string]int{}
-	}
-	edges[e]++
-	return edges
-}
-
-// closeAttempt records the outcome of the milestone's open attempt and
-// counts it: retry counts it against the milestone's retries. An attempt
-// cut short counts for nothing, one handed to another agent only for the
-// timeline.
-func (d *Decision) closeAttempt(outcome string, retry bool, signature, errText string, run Run) {
-	a := d.Attempt
-	if a == nil || a.Outcome != "" {
-		return
-	}
-	a.Outcome, a.ErrorSignature, a.Error = outcome, signature, errText
-	switch outcome {
-	case state.OutcomeStopped:
-		return
-	case state.OutcomeSwitched:
-		d.Events = append(d.Events, attemptEvent(run.Milestone, a))
-		return
-	}
-	c := &d.Counters
-	c.Attempts++
-	if outcome == state.OutcomeApproved {
-		c.SameError = 0
-	}
-	if retry {
-		c.Retries++
-		if signature != "" {
-			if signature == c.LastErrorSignature {
-				c.SameError++
-			} else {
-				c.SameError = 1
-			}
-			c.LastErrorSignature = signature
+// onlyIn returns the elements of list that are also in of.
+func onlyIn(list, of []string) []string {
+	var out []string
+	for _, p := range list {
+		if slices.Contains(of, p) {
+			out = append(out, p)
 		}
 	}
-	if a.Progress || outcome == state.OutcomeApproved {
-		c.NoProgress = 0
-		c.LastProgressTick = run.Tick
-	} else {
-		c.NoProgress++
-	}
-	// The whole attempt: state.json lists only a milestone's last ones.
-	d.Events = append(d.Events, attemptEvent(run.Milestone, a))
+	return out
 }
 
-// endMilestone counts the milestone's end: an approved one ends the streak
-// of failed and rejected ones, which the others extend.
-func (d *Decision) endMilestone(status string, run Run) {
-	c := &d.Counters
-	switch status {
-	case state.MilestoneApproved:
-		c.ConsecutiveFails = 0
-		d.Events = append(d.Events, state.MilestoneApprovedEvent{Milestone: run.Milestone, Goal: run.Goal})
-	case state.MilestoneFailed:
-		c.ConsecutiveFails++
-		d.Events = append(d.Events, state.MilestoneFailedEvent{Milestone: run.Milestone, Retries: c.Retries})
-	case state.MilestoneRejected:
-		c.ConsecutiveFails++
+func hasCheck(checks []state.CheckResult, cmd string) bool {
+	for _, c := range checks {
+		if c.Command == cmd {
+			return true
+		}
 	}
+	return false
 }
+
+// attemptEvent is the timeline's record of attempt a of milestone m (1-based).
+func attemptEvent(m int, a *state.Attempt) state.AttemptEvent {
+	return state.AttemptEvent{Milestone: m, Outcome: a.Outcome, Signature: a.ErrorSignature, AttemptTick: a.Tick, Iteration: a.Iteration,
+		Error: a.Error, DurationMS: a.DurationMS, ExitCode: a.ExitCode, CostUSD: a.CostUSD, Log: a.Log, Progress: a.Progress, Agent: a.Agent}
+}
+
+func firstLine(s, fallback string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return fallback
+	}
+	line, _, _ := strings.Cut(s, "\n")
+	if len(line) > 300 {
+		line = line[:300] + "…"
+	}
+	return line
+}
+
+func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }

@@ -41,10 +41,11 @@ var (
 )
 
 func baseCounters() Counters {
-	return Counters{Retries: 1, MilestoneEdges: map[string]int{edgeVerify: 1},
-		Attempts: 4, SameError: 2, LastErrorSignature: "sig-earlier", Noop: 1, NoProgress: 2, LastProgressTick: 3,
-		ConsecutiveFails: 1, TestFailStreak: 1, Edges: map[string]int{edgeVerify: 1},
-		ReviewNotesHash: "notes-earlier", TreeHash: "tree0"}
+	return Counters{
+		Counters: state.Counters{Attempts: 4, SameError: 2, Noop: 1, NoProgress: 2, ConsecutiveFails: 1, TestFailStreak: 1,
+			Edges: map[string]int{edgeVerify: 1}},
+		LastErrorSignature: "sig-earlier", LastProgressTick: 3, ReviewNotesHash: "notes-earlier", TreeHash: "tree0",
+		Retries: 1, MilestoneEdges: map[string]int{edgeVerify: 1}}
 }
 
 func baseAttempt() *state.Attempt {

@@ -45,7 +45,7 @@ func (s *Supervisor) loop(ctx context.Context) (*state.State, error) {
 	// stop that an auto-resume would retry.
 	unwatch()
 	if sig := s.signalled(); sig != nil && sp.Condition != "signal" && stopreasons.AutoResumable(sp.Code) {
-		sp = s.signalStop(sig)
+		sp = sig.stop()
 	}
 	return s.finish(sp)
 }
@@ -64,7 +64,7 @@ func (s *Supervisor) ticks(ctx context.Context) *stop {
 	}
 	for {
 		if sig := s.signalled(); sig != nil {
-			return s.signalStop(sig)
+			return sig.stop()
 		}
 		if !s.deadline.IsZero() && !s.o.Now().Before(s.deadline) {
 			// The budget ran out between ticks (or a resume started with
@@ -164,8 +164,6 @@ func (s *Supervisor) unapprovedStop(sp *stop) {
 	st.MilestoneIndex = first
 	sp.resumePhase = state.PhaseImplement
 }
-
-func (s *Supervisor) signalStop(sig *signalStop) *stop { return sig.stop() }
 
 // StopWaiting records a stop that came while no tick ran, a signal or a
 // `runr stop` during the auto-resume wait, the way every stop is recorded:
