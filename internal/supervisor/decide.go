@@ -126,6 +126,14 @@ func Decide(phase Phase, f Facts, run Run, r Rules) Decision {
 	return d
 }
 
+// CallDecides reports whether the agent call decides the step by itself,
+// before the guards look at the tree: runr failed to make it, the sandbox
+// failed, a budget stopped it, a signal or the time budget cut it short,
+// or it ran past agent.timeout or agent.idle_timeout.
+func (f Facts) CallDecides() bool {
+	return f.Err != nil || f.Sandbox != "" || f.Spend != "" || f.At.cuts(f.Process) || f.Process.TimedOut || f.Process.Idle
+}
+
 // implement decides what an agent call came to: the call's own end first
 // (CallDecides), then the guards, then the adapter's reading of it.
 func (d *Decision) implement(f Facts, run Run, r Rules) result {
@@ -311,6 +319,12 @@ func (d *Decision) progress() {
 	}
 }
 
+// Ends reports whether the check ends the verify step: a signal or the
+// time budget cut it short, or the command timed out or failed.
+func (c CheckFacts) Ends() bool {
+	return c.At.cuts(c.Process) || c.Process.TimedOut || c.Process.ExitCode != 0
+}
+
 // verify decides what the checks came to: the first that failed fails the
 // attempt, one past verify.timeout stops the run, and all passing pass it.
 func (d *Decision) verify(f Facts, run Run, r Rules) result {
@@ -438,6 +452,11 @@ func interruption(p proc.Result, at Reading, budget state.Budget) (result, bool)
 	return result{Event: Event{Outcome: Interrupted, Code: stopreasons.Timeout}, stop: &stop{Stop: stopreasons.Stop{Condition: "budget.time",
 		Value: at.Elapsed.Round(time.Second).String(), Threshold: limit.String(),
 		Message: fmt.Sprintf("the time budget of %s ran out", limit)}}}, true
+}
+
+// cuts reports whether a signal or the time budget cut process p short.
+func (at Reading) cuts(p proc.Result) bool {
+	return at.Signal != nil || p.Canceled && at.DeadlinePassed
 }
 
 // gitFault is the result of a failed git call of the guards or the

@@ -56,11 +56,6 @@ type Reading struct {
 	Elapsed        time.Duration // the run's elapsed time, over every invocation
 }
 
-// cuts reports whether a signal or the time budget cut process p short.
-func (at Reading) cuts(p proc.Result) bool {
-	return at.Signal != nil || p.Canceled && at.DeadlinePassed
-}
-
 // GuardFacts are the guards' verdicts on the tree after an agent call.
 type GuardFacts struct {
 	// Err is a failure of the guards' git calls or globs, At read when it
@@ -85,20 +80,6 @@ type CheckFacts struct {
 	Command string
 	Process proc.Result
 	At      Reading
-}
-
-// Ends reports whether the check ends the verify step: a signal or the
-// time budget cut it short, or the command timed out or failed.
-func (c CheckFacts) Ends() bool {
-	return c.At.cuts(c.Process) || c.Process.TimedOut || c.Process.ExitCode != 0
-}
-
-// CallDecides reports whether the agent call decides the step by itself,
-// before the guards look at the tree: runr failed to make it, the sandbox
-// failed, a budget stopped it, a signal or the time budget cut it short,
-// or it ran past agent.timeout or agent.idle_timeout.
-func (f Facts) CallDecides() bool {
-	return f.Err != nil || f.Sandbox != "" || f.Spend != "" || f.At.cuts(f.Process) || f.Process.TimedOut || f.Process.Idle
 }
 
 // SwitchFacts are what came of a switch to a fallback agent.
