@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
@@ -58,7 +57,7 @@ func (s *Supervisor) prepareAgentOrFallback(ctx context.Context) *stop {
 	if s.switchAgent(ctx, state.SwitchNotFound, time.Time{}, sp.Message) {
 		return nil
 	}
-	s.noFallbackLeft(sp)
+	noFallbackLeft(sp, len(s.o.Config.Agent.Fallback))
 	return sp
 }
 
@@ -105,59 +104,10 @@ func (s *Supervisor) checkFallbacks() ([]PlanAgent, *stop) {
 // ref names the planned agent.
 func (p PlanAgent) ref() state.AgentRef { return state.AgentRef{Kind: p.Kind, Model: p.Model} }
 
-// switchReason decides whether a call's result switches the run to a
-// fallback agent: a rate or usage limit that resets beyond resume.max_wait
-// (an auto-resume would wait no longer than that), a spend cap or a usage
-// window that names no reset (an auto-resume does not wait for a spend cap,
-// and a window lasts hours), or a missing program. A rate limit or an
-// overload with no reset time is taken for a transient one: the run stops
-// and an auto-resume retries it after its backoff.
-func (s *Supervisor) switchReason(r result, resetAt time.Time, limit agents.LimitKind) (string, string) {
-	switch {
-	case r.Outcome == AgentRateLimited && resetAt.IsZero() && (limit == agents.LimitSpendCap || limit == agents.LimitUsageWindow):
-		return state.SwitchRateLimited, fmt.Sprintf("%s limit with no reset time", strings.ReplaceAll(string(limit), "_", " "))
-	case r.Outcome == AgentRateLimited:
-		maxWait := s.cfg.Resume.MaxWait
-		if resetAt.IsZero() || resetAt.Sub(s.o.Now()) <= maxWait {
-			return "", ""
-		}
-		return state.SwitchRateLimited, fmt.Sprintf("rate limited until %s, beyond resume.max_wait %s",
-			resetAt.Local().Format("2006-01-02 15:04 MST"), config.FormatDuration(maxWait))
-	case r.Outcome == Fault && r.Code == stopreasons.WorkerNotFound:
-		msg := "the agent program is missing"
-		if r.stop != nil {
-			msg = r.stop.Message
-		}
-		return state.SwitchNotFound, msg
-	}
-	return "", ""
-}
-
-// fallbackOn turns the result of the current agent's call into a switch to
-// the next fallback agent when switchReason says so and one is left; else
-// the result stands, its stop saying that no fallback was left. noop says
-// the call counted as a no-op (afterImplement ran and the tree did not
-// change): a switched call is the agent's limit and counts for no streak.
-func (s *Supervisor) fallbackOn(ctx context.Context, r result, resetAt time.Time, limit agents.LimitKind, noop bool) result {
-	reason, why := s.switchReason(r, resetAt, limit)
-	if reason == "" {
-		return r
-	}
-	from := s.agentRef()
-	if !s.switchAgent(ctx, reason, resetAt, why) {
-		s.noFallbackLeft(r.stop)
-		return r
-	}
-	if noop && s.st.Counters.Noop > 0 {
-		s.st.Counters.Noop--
-	}
-	return result{Event: Event{Outcome: AgentSwitched}, errText: fmt.Sprintf("%s: switched from %s to %s", why, from, s.agentRef())}
-}
-
 // noFallbackLeft adds to a stop that a switch could have avoided that no
-// fallback agent was left to switch to.
-func (s *Supervisor) noFallbackLeft(sp *stop) {
-	if sp == nil || len(s.o.Config.Agent.Fallback) == 0 {
+// fallback agent was left to switch to, when the run has fallbacks.
+func noFallbackLeft(sp *stop, fallbacks int) {
+	if sp == nil || fallbacks == 0 {
 		return
 	}
 	sp.Message += "; no fallback agent left to switch to (agent.fallback)"

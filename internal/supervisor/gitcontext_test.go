@@ -52,11 +52,11 @@ func TestGitFaultAtTheDeadlineIsATimeout(t *testing.T) {
 	s.st = &state.State{Budget: state.Budget{TimeMS: 4000}}
 	s.started = time.Now().Add(-5 * time.Second)
 	s.deadline = s.started.Add(4 * time.Second)
-	r := s.gitFault(fmt.Errorf("git status (in /x): %w", context.DeadlineExceeded))
+	r := gitFault(fmt.Errorf("git status (in /x): %w", context.DeadlineExceeded), s.reading(), s.st.Budget)
 	require.NotNil(t, r.stop)
 	assert.Equal(t, stopreasons.Timeout, r.Event.Code)
 	assert.Equal(t, "budget.time", r.stop.Condition)
 
-	r = s.gitFault(fmt.Errorf("git status: exit status 128"))
+	r = gitFault(fmt.Errorf("git status: exit status 128"), s.reading(), s.st.Budget)
 	assert.Equal(t, Fault, r.Event.Outcome)
 }

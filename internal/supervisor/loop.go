@@ -45,7 +45,7 @@ func (s *Supervisor) loop(ctx context.Context) (*state.State, error) {
 	// stop that an auto-resume would retry.
 	unwatch()
 	if sig := s.signalled(); sig != nil && sp.Condition != "signal" && stopreasons.AutoResumable(sp.Code) {
-		sp = s.signalStop(sig)
+		sp = sig.stop()
 	}
 	return s.finish(sp)
 }
@@ -64,12 +64,12 @@ func (s *Supervisor) ticks(ctx context.Context) *stop {
 	}
 	for {
 		if sig := s.signalled(); sig != nil {
-			return s.signalStop(sig)
+			return sig.stop()
 		}
 		if !s.deadline.IsZero() && !s.o.Now().Before(s.deadline) {
 			// The budget ran out between ticks (or a resume started with
 			// none left): the evaluator names it.
-			if v := s.evaluate(ctx, result{}); v.Stop != nil {
+			if v := s.evaluate(ctx, Decision{}); v.Stop != nil {
 				return s.verdictStop(v.Stop)
 			}
 		}
@@ -78,28 +78,28 @@ func (s *Supervisor) ticks(ctx context.Context) *stop {
 		s.sum = tickSummary{}
 		milestone := min(st.MilestoneIndex+1, len(st.Milestones))
 		s.report(ProgressTick{})
-		res := s.lostDir(s.tick(ctx, Phase(phase)))
-		if sp := s.apply(Phase(phase), res); sp != nil {
+		d := s.tick(ctx, Phase(phase))
+		if sp := s.apply(d); sp != nil {
 			// A stop inside the tick still records how close every rule
 			// was after it.
-			s.evaluate(ctx, res)
+			s.evaluate(ctx, d)
 			return sp
 		}
-		// After every tick: counters (updated by the phase), evaluate,
+		// After every tick: counters (the decision's, applied), evaluate,
 		// persist, timeline.
-		if v := s.evaluate(ctx, res); v.Stop != nil {
+		if v := s.evaluate(ctx, d); v.Stop != nil {
 			return s.verdictStop(v.Stop)
 		}
-		s.event(s.tickData(phase, res))
+		s.event(s.tickData(phase, d))
 		if err := s.save(); err != nil {
 			return internalStop(err)
 		}
-		s.reportTick(phase, milestone, res)
+		s.reportTick(phase, milestone, d)
 	}
 }
 
-// tick runs one phase step.
-func (s *Supervisor) tick(ctx context.Context, phase Phase) result {
+// tick runs one phase step and decides what it came to.
+func (s *Supervisor) tick(ctx context.Context, phase Phase) Decision {
 	switch phase {
 	case Implement:
 		return s.implement(ctx)
@@ -109,19 +109,18 @@ func (s *Supervisor) tick(ctx context.Context, phase Phase) result {
 		return s.review(ctx)
 	case Checkpoint:
 		return s.checkpoint(ctx)
-	case Finalize:
-		// Reached only when the evaluator did not stop a finished run,
-		// which cannot happen with every milestone approved; a resume of
-		// such a run lands here and completes it.
-		return result{Event: Event{Outcome: Finalized}, stop: &stop{Stop: stopreasons.Stop{Condition: stopconditions.RuleMilestones, Message: "all milestones approved"}}}
 	}
-	return result{Event: Event{Outcome: Fault, Code: stopreasons.StateCorrupt}, stop: &stop{Stop: stopreasons.Stop{Message: fmt.Sprintf("state.json: unknown phase %q", phase)}}}
+	// Finalize runs nothing: it is reached only when the evaluator did not
+	// stop a finished run, which cannot happen with every milestone
+	// approved; a resume of such a run lands here and completes it. Any
+	// other phase is one state.json should not hold.
+	return s.decide(ctx, phase, Facts{})
 }
 
 // evaluate runs the stop conditions on a snapshot of the run after a step
-// with result res, and records how close each rule is.
-func (s *Supervisor) evaluate(ctx context.Context, res result) stopconditions.Verdict {
-	snap := s.snapshot(ctx, res)
+// decided as d, and records how close each rule is.
+func (s *Supervisor) evaluate(ctx context.Context, d Decision) stopconditions.Verdict {
+	snap := s.snapshot(ctx, d)
 	v := stopconditions.Evaluate(snap, s.cfg.Stop, rulestate.Limits(s.st.Budget))
 	s.st.Conditions = s.st.Conditions[:0]
 	for _, p := range v.Progress {
@@ -164,10 +163,6 @@ func (s *Supervisor) unapprovedStop(sp *stop) {
 	sp.Value, sp.Threshold = m.Retries, s.cfg.Stop.MaxMilestoneRetries
 	st.MilestoneIndex = first
 	sp.resumePhase = state.PhaseImplement
-}
-
-func (s *Supervisor) signalStop(sig *signalStop) *stop {
-	return &stop{Stop: stopreasons.Stop{Code: sig.code, Condition: "signal", Message: sig.name}}
 }
 
 // StopWaiting records a stop that came while no tick ran, a signal or a
@@ -290,23 +285,24 @@ func (s *Supervisor) readUncommitted(sp *stop) func() []string {
 }
 
 // outcomeText says what a tick came to, in a few words.
-func outcomeText(res result) string {
-	if res.Outcome == AgentSucceeded && res.Done {
+func outcomeText(d Decision) string {
+	ev := d.Event
+	if ev.Outcome == AgentSucceeded && ev.Done {
 		return "agent done"
 	}
-	if res.Outcome == AgentSucceeded {
+	if ev.Outcome == AgentSucceeded {
 		return "agent incomplete"
 	}
-	return res.Outcome.String()
+	return ev.Outcome.String()
 }
 
 // tickData is the timeline's record of a tick: its phase, what comes next,
 // and what it came to.
-func (s *Supervisor) tickData(phase string, res result) state.TickEvent {
+func (s *Supervisor) tickData(phase string, dec Decision) state.TickEvent {
 	st := s.st
 	cost := st.Usage.CostUSD
 	d := state.TickEvent{Phase: phase, Next: st.Phase, Milestone: st.MilestoneIndex + 1, Iteration: st.Iteration,
-		Outcome: outcomeText(res), CostUSD: &cost}
+		Outcome: outcomeText(dec), CostUSD: &cost}
 	if f := s.sum.files; f != nil {
 		d.TickFiles = &state.TickFiles{Added: f.Added, Modified: f.Modified, Deleted: f.Deleted}
 	}
@@ -325,8 +321,8 @@ func (s *Supervisor) tickData(phase string, res result) state.TickEvent {
 
 // reportTick reports the end of a tick with what it came to: the phase
 // that ran and the milestone it worked on.
-func (s *Supervisor) reportTick(phase string, milestone int, res result) {
-	p := s.progress(ProgressTickDone{Outcome: outcomeText(res), Files: s.sum.files, Verify: s.sum.verify, VerifyTime: s.sum.verifyTime})
+func (s *Supervisor) reportTick(phase string, milestone int, d Decision) {
+	p := s.progress(ProgressTickDone{Outcome: outcomeText(d), Files: s.sum.files, Verify: s.sum.verify, VerifyTime: s.sum.verifyTime})
 	p.Phase, p.Milestone = phase, milestone
 	s.o.Progress(p)
 }

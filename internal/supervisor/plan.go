@@ -77,18 +77,40 @@ func DryRun(ctx context.Context, o Options) *Plan {
 	if o.Flags.Worktree {
 		p.Dir = filepath.Join(s.store.Home, "worktrees", "<run id>")
 	}
-	ok := func(name, detail string) { p.Checks = append(p.Checks, Check{Name: name, OK: true, Detail: detail}) }
-	fail := func(name string, sp *stop) *Plan {
-		p.Checks = append(p.Checks, Check{Name: name, Detail: sp.Message})
-		p.Stop = &sp.Stop
-		return p
+	d := &dryRun{s: s, o: o, p: p}
+	for _, check := range []func(context.Context) (string, *stop){d.scope, d.agent, d.fallbacks, d.tree, d.programs, d.sandbox, d.collisions} {
+		if name, sp := check(ctx); sp != nil {
+			p.Checks = append(p.Checks, Check{Name: name, Detail: sp.Message})
+			p.Stop = &sp.Stop
+			return p
+		}
 	}
+	return p
+}
 
-	if sp := s.checkScopeGlobs(); sp != nil {
-		return fail("scope", sp)
+// dryRun is a DryRun under way: the supervisor that makes the checks, and
+// the plan they fill in. Each check records itself when it passes, and
+// returns its name with the stop when it fails.
+type dryRun struct {
+	s *Supervisor
+	o Options
+	p *Plan
+}
+
+func (d *dryRun) ok(name, detail string) {
+	d.p.Checks = append(d.p.Checks, Check{Name: name, OK: true, Detail: detail})
+}
+
+func (d *dryRun) scope(context.Context) (string, *stop) {
+	if sp := d.s.checkScopeGlobs(); sp != nil {
+		return "scope", sp
 	}
-	ok("scope", "every scope and lockfile glob is valid")
+	d.ok("scope", "every scope and lockfile glob is valid")
+	return "", nil
+}
 
+func (d *dryRun) agent(ctx context.Context) (string, *stop) {
+	s, p := d.s, d.p
 	sp := s.prepareAgentOrFallback(ctx)
 	p.Agent.Kind, p.Agent.Model = s.cfg.Agent.Kind, s.cfg.Agent.Model
 	if s.adapter != nil {
@@ -98,7 +120,7 @@ func DryRun(ctx context.Context, o Options) *Plan {
 		p.Switched = sw[len(sw)-1].String()
 	}
 	if sp != nil {
-		return fail("agent", sp)
+		return "agent", sp
 	}
 	p.Agent.Path = s.program
 	p.Agent.Version = agentVersion(ctx, s.program, s.adapter.VersionArgs())
@@ -109,52 +131,66 @@ func DryRun(ctx context.Context, o Options) *Plan {
 	if p.Switched != "" {
 		detail += "; " + p.Switched
 	}
-	ok("agent", detail)
+	d.ok("agent", detail)
+	return "", nil
+}
 
-	if n := len(s.cfg.Agent.Fallback); n > 0 {
-		chain, sp := s.checkFallbacks()
-		p.Fallback = chain
-		if sp != nil {
-			return fail("fallback agents", sp)
-		}
-		usable := 0
-		for _, f := range chain {
-			if f.Problem == "" {
-				usable++
-			}
-		}
-		ok("fallback agents", fmt.Sprintf("%d of %d left usable: %s", usable, len(chain), fallbackChain(chain)))
+func (d *dryRun) fallbacks(context.Context) (string, *stop) {
+	if len(d.s.cfg.Agent.Fallback) == 0 {
+		return "", nil
 	}
-
-	if !o.Flags.Worktree {
-		_, dirty, sp := s.checkDirty(ctx)
-		p.Dirty = dirty
-		if sp != nil {
-			return fail("working tree", sp)
-		}
-		if len(dirty) == 0 {
-			ok("working tree", "no uncommitted changes")
-		} else {
-			ok("working tree", fmt.Sprintf("%d uncommitted change(s), allowed by --allow-dirty", len(dirty)))
-		}
-	} else {
-		ok("working tree", "the run works in a new worktree from HEAD: uncommitted changes stay out of it")
-	}
-
-	found, sp := s.findPrograms()
-	p.Programs = found
+	chain, sp := d.s.checkFallbacks()
+	d.p.Fallback = chain
 	if sp != nil {
-		return fail("programs", sp)
+		return "fallback agents", sp
+	}
+	usable := 0
+	for _, f := range chain {
+		if f.Problem == "" {
+			usable++
+		}
+	}
+	d.ok("fallback agents", fmt.Sprintf("%d of %d left usable: %s", usable, len(chain), fallbackChain(chain)))
+	return "", nil
+}
+
+func (d *dryRun) tree(ctx context.Context) (string, *stop) {
+	if d.o.Flags.Worktree {
+		d.ok("working tree", "the run works in a new worktree from HEAD: uncommitted changes stay out of it")
+		return "", nil
+	}
+	_, dirty, sp := d.s.checkDirty(ctx)
+	d.p.Dirty = dirty
+	if sp != nil {
+		return "working tree", sp
+	}
+	if len(dirty) == 0 {
+		d.ok("working tree", "no uncommitted changes")
+	} else {
+		d.ok("working tree", fmt.Sprintf("%d uncommitted change(s), allowed by --allow-dirty", len(dirty)))
+	}
+	return "", nil
+}
+
+func (d *dryRun) programs(context.Context) (string, *stop) {
+	found, sp := d.s.findPrograms()
+	d.p.Programs = found
+	if sp != nil {
+		return "programs", sp
 	}
 	switch len(found) {
 	case 0:
-		ok("programs", "no program to look up (verify commands left to the shell, or none)")
+		d.ok("programs", "no program to look up (verify commands left to the shell, or none)")
 	default:
-		ok("programs", fmt.Sprintf("%d program(s) of the verify commands and scripts found", len(found)))
+		d.ok("programs", fmt.Sprintf("%d program(s) of the verify commands and scripts found", len(found)))
 	}
+	return "", nil
+}
 
+func (d *dryRun) sandbox(ctx context.Context) (string, *stop) {
+	o, p := d.o, d.p
 	// The run's TMPDIR is made when it starts; its name shows where.
-	sbx, _, sp := s.planSandbox(ctx, filepath.Join(os.TempDir(), "runr-<run id>-*"))
+	sbx, _, sp := d.s.planSandbox(ctx, filepath.Join(os.TempDir(), "runr-<run id>-*"))
 	if o.Flags.Worktree {
 		// Planned on the checkout, shown at the worktree a run creates.
 		for _, list := range [][]string{sbx.Writable, sbx.ReadOnly} {
@@ -167,22 +203,25 @@ func DryRun(ctx context.Context, o Options) *Plan {
 	}
 	p.Sandbox = &sbx
 	if sp != nil {
-		return fail("sandbox", sp)
+		return "sandbox", sp
 	}
-	ok("sandbox", sandboxSummary(sbx))
+	d.ok("sandbox", sandboxSummary(sbx))
+	return "", nil
+}
 
+func (d *dryRun) collisions(context.Context) (string, *stop) {
 	switch {
-	case o.Flags.Worktree:
-		ok("collisions", "none possible: the run has a worktree of its own")
-	case o.Flags.ForceParallel:
-		ok("collisions", "not checked: --force-parallel")
+	case d.o.Flags.Worktree:
+		d.ok("collisions", "none possible: the run has a worktree of its own")
+	case d.o.Flags.ForceParallel:
+		d.ok("collisions", "not checked: --force-parallel")
 	default:
-		if sp := s.checkCollision(); sp != nil {
-			return fail("collisions", sp)
+		if sp := d.s.checkCollision(); sp != nil {
+			return "collisions", sp
 		}
-		ok("collisions", "no live run on this checkout claims an overlapping scope")
+		d.ok("collisions", "no live run on this checkout claims an overlapping scope")
 	}
-	return p
+	return "", nil
 }
 
 // sandboxSummary says in a line what a plan gives the agent.

@@ -8,9 +8,9 @@ import (
 	"github.com/runr-dev/runr/internal/stopconditions"
 )
 
-// snapshot is the run as the stop conditions see it after a step with
-// result res: the recorded run with what only the live run knows.
-func (s *Supervisor) snapshot(ctx context.Context, res result) *stopconditions.Snapshot {
+// snapshot is the run as the stop conditions see it after a step decided
+// as d: the recorded run with what only the live run knows.
+func (s *Supervisor) snapshot(ctx context.Context, d Decision) *stopconditions.Snapshot {
 	st := s.st
 	st.Statistics = st.Tally()
 	elapsed := s.elapsed()
@@ -18,9 +18,9 @@ func (s *Supervisor) snapshot(ctx context.Context, res result) *stopconditions.S
 		elapsed = time.Duration(st.ElapsedMS) * time.Millisecond
 	}
 	snap := rulestate.Snapshot(st, elapsed)
-	snap.ReviewRepeated = res.reviewRepeated
+	snap.ReviewRepeated = d.ReviewRepeated
 	snap.LastOutput = s.lastOutput
-	snap.LastError = res.errEvent
+	snap.LastError = d.ErrEvent
 	snap.StopRequested = s.store.StopRequested(st.RunID)
 	snap.RepoDir = s.dir
 	snap.Scripts = s.runScripts(ctx)

@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"encoding/json"
-	"fmt"
 	"sync"
 	"time"
 
@@ -196,36 +195,14 @@ func (w *spendWatch) close() {
 	}
 }
 
-// stopped is the step's result when the watch stopped the call: a
-// budget_exceeded stop with the run's spend, the call's included (account
-// has added it by now).
-func (w *spendWatch) stopped() (result, bool) {
+// exceededBy ends the watch and names the budget that stopped the call
+// ("budget.max_cost_usd" or "budget.max_tokens"); "" when none did.
+func (w *spendWatch) exceededBy() string {
 	if w == nil {
-		return result{}, false
+		return ""
 	}
 	w.close()
-	if w.exceeded == "" {
-		return result{}, false
-	}
-	st := w.s.st
-	sp := &stop{}
-	sp.Condition = w.exceeded
-	ev := state.BudgetStopEvent{Condition: w.exceeded}
-	if w.exceeded == "budget.max_cost_usd" {
-		sp.Value, sp.Threshold = round2(st.Usage.CostUSD), st.Budget.MaxCostUSD
-		ev.Value, ev.Threshold = round2(st.Usage.CostUSD), st.Budget.MaxCostUSD
-		sp.Message = fmt.Sprintf("the agent call was stopped mid-call: cost $%.2f reached the $%.2f budget", st.Usage.CostUSD, st.Budget.MaxCostUSD)
-		if st.Usage.CostEstimated {
-			sp.Message += " (estimated from tokens)"
-		}
-	} else {
-		used := st.Usage.InputTokens + st.Usage.OutputTokens
-		sp.Value, sp.Threshold = used, st.Budget.MaxTokens
-		ev.Value, ev.Threshold = float64(used), float64(st.Budget.MaxTokens)
-		sp.Message = fmt.Sprintf("the agent call was stopped mid-call: %d tokens reached the budget of %d", used, st.Budget.MaxTokens)
-	}
-	w.s.event(ev)
-	return result{Event: Event{Outcome: AgentCostCap}, stop: sp}, true
+	return w.exceeded
 }
 
 // recoverCallUsage adds to the run's usage, and to its model's totals,

@@ -82,29 +82,16 @@ type Event struct {
 	Code    stopreasons.Code // Interrupted and Fault: the stop to record
 }
 
-// Rules are the parts of the configuration the transition reads.
-type Rules struct {
-	Verify     bool // verify commands are configured
-	Review     bool // a review command is configured
-	Skip       bool // on_milestone_failure: skip
-	MaxRetries int  // max_milestone_retries; 0 retries without limit
-}
-
-// Counters are the parts of the run's counters the transition reads.
-type Counters struct {
-	Retries int // failed and rejected attempts of the milestone before this one
-}
-
 // Backward edges of the phase graph.
 const (
 	edgeVerify = "verify->implement"
 	edgeReview = "review->implement"
 )
 
-// Step is the decision for one event: the next phase or a stop, and the
-// effects the loop carries out, in this order: close the attempt, take the
-// backward edge, end the milestone, move to the next phase or milestone, or
-// stop.
+// Step is the decision for one event: the next phase or a stop, and what
+// it does, in this order (follow counts it, apply records it): close the
+// attempt, take the backward edge, end the milestone, move to the next
+// phase or milestone, or stop.
 type Step struct {
 	// Attempt is the outcome recorded for the milestone's open attempt
 	// (state.Outcome*); "" leaves it open, to be judged by a later phase or
@@ -225,4 +212,106 @@ func failed(c Counters, r Rules, edge string) Step {
 		st.NextMilestone = true
 	}
 	return st
+}
+
+// follow carries the step's result through the transition: the attempt
+// closed, the backward edge taken, the milestone ended, the counters a new
+// milestone starts afresh, or the stop.
+func (d *Decision) follow(phase Phase, res result, run Run, r Rules) {
+	step := Transition(phase, res.Event, d.Counters, r)
+	d.Event, d.Step = res.Event, step
+	d.ErrEvent, d.ReviewRepeated = res.errEvent, res.reviewRepeated
+	if step.Attempt != "" {
+		d.closeAttempt(step.Attempt, step.Retry, res.signature, res.errText, run)
+	}
+	if e := step.Edge; e != "" {
+		d.Counters.Edges = addEdge(d.Counters.Edges, e)
+		d.Counters.MilestoneEdges = addEdge(d.Counters.MilestoneEdges, e)
+	}
+	if step.Milestone != "" {
+		d.endMilestone(step.Milestone, run)
+	}
+	if step.NextMilestone {
+		d.Counters.Edges = map[string]int{}
+		d.Counters.ReviewNotesHash = ""
+	}
+	if step.Stop != "" {
+		sp := res.stop
+		if sp == nil {
+			sp = &stop{Stop: stopreasons.Stop{Message: string(step.Stop)}}
+		}
+		sp.Code = step.Stop
+		sp.resumePhase = string(step.ResumeAt)
+		if sp.resumePhase == "" {
+			sp.resumePhase = string(phase)
+		}
+		d.Stop = sp
+	}
+}
+
+func addEdge(edges map[string]int, e string) map[string]int {
+	if edges == nil {
+		edges = map[string]int{}
+	}
+	edges[e]++
+	return edges
+}
+
+// closeAttempt records the outcome of the milestone's open attempt and
+// counts it: retry counts it against the milestone's retries. An attempt
+// cut short counts for nothing, one handed to another agent only for the
+// timeline.
+func (d *Decision) closeAttempt(outcome string, retry bool, signature, errText string, run Run) {
+	a := d.Attempt
+	if a == nil || a.Outcome != "" {
+		return
+	}
+	a.Outcome, a.ErrorSignature, a.Error = outcome, signature, errText
+	switch outcome {
+	case state.OutcomeStopped:
+		return
+	case state.OutcomeSwitched:
+		d.Events = append(d.Events, attemptEvent(run.Milestone, a))
+		return
+	}
+	c := &d.Counters
+	c.Attempts++
+	if outcome == state.OutcomeApproved {
+		c.SameError = 0
+	}
+	if retry {
+		c.Retries++
+		if signature != "" {
+			if signature == c.LastErrorSignature {
+				c.SameError++
+			} else {
+				c.SameError = 1
+			}
+			c.LastErrorSignature = signature
+		}
+	}
+	if a.Progress || outcome == state.OutcomeApproved {
+		c.NoProgress = 0
+		c.LastProgressTick = run.Tick
+	} else {
+		c.NoProgress++
+	}
+	// The whole attempt: state.json lists only a milestone's last ones.
+	d.Events = append(d.Events, attemptEvent(run.Milestone, a))
+}
+
+// endMilestone counts the milestone's end: an approved one ends the streak
+// of failed and rejected ones, which the others extend.
+func (d *Decision) endMilestone(status string, run Run) {
+	c := &d.Counters
+	switch status {
+	case state.MilestoneApproved:
+		c.ConsecutiveFails = 0
+		d.Events = append(d.Events, state.MilestoneApprovedEvent{Milestone: run.Milestone, Goal: run.Goal})
+	case state.MilestoneFailed:
+		c.ConsecutiveFails++
+		d.Events = append(d.Events, state.MilestoneFailedEvent{Milestone: run.Milestone, Retries: c.Retries})
+	case state.MilestoneRejected:
+		c.ConsecutiveFails++
+	}
 }

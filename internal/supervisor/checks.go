@@ -1,0 +1,130 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/runr-dev/runr/internal/guard"
+	"github.com/runr-dev/runr/internal/proc"
+	"github.com/runr-dev/runr/internal/state"
+)
+
+// verify runs the verification commands in order, until one ends the step
+// (the first failure fails the attempt).
+func (s *Supervisor) verify(ctx context.Context) Decision {
+	st := s.st
+	logPath := s.store.LogPath(st.RunID, st.Tick, state.PhaseVerify)
+	f := Facts{Log: s.relLog(logPath)}
+	for _, cmd := range s.cfg.Verify.Commands {
+		appendLog(logPath, fmt.Sprintf("$ %s\n", cmd))
+		res, err := s.runProcess(ctx, state.PhaseVerify, proc.Spec{
+			Argv:    []string{"sh", "-c", cmd},
+			Dir:     s.dir,
+			Env:     s.childEnv(state.PhaseVerify),
+			LogPath: logPath,
+			Timeout: s.cfg.Verify.Timeout,
+		})
+		if err != nil {
+			f.Err = err
+			break
+		}
+		s.sum.verifyTime += res.Duration
+		c := CheckFacts{Command: cmd, Process: res, At: s.reading()}
+		f.Checks = append(f.Checks, c)
+		if c.Ends() {
+			break
+		}
+	}
+	return s.decide(ctx, Verify, f)
+}
+
+// review runs the review command.
+func (s *Supervisor) review(ctx context.Context) Decision {
+	st := s.st
+	logPath := s.store.LogPath(st.RunID, st.Tick, state.PhaseReview)
+	argv := s.cfg.Review.Command
+	f := Facts{Command: strings.Join(argv, " "), Log: s.relLog(logPath)}
+	f.Process, f.Err = s.runProcess(ctx, state.PhaseReview, proc.Spec{Argv: argv, Dir: s.dir, Env: s.childEnv(state.PhaseReview), LogPath: logPath, Timeout: s.cfg.Verify.Timeout})
+	f.At = s.reading()
+	return s.decide(ctx, Review, f)
+}
+
+// checkpoint records the approved milestone's tree and commits it when
+// asked.
+func (s *Supervisor) checkpoint(ctx context.Context) Decision {
+	gctx, cancel := s.gitContext(ctx)
+	defer cancel()
+	var f Facts
+	if err := s.commitMilestone(gctx); err != nil {
+		f.Err, f.At = err, s.reading()
+	}
+	return s.decide(ctx, Checkpoint, f)
+}
+
+// commitMilestone records the milestone's tree, and commits it when
+// checkpoint.commit is on (always in worktree mode).
+func (s *Supervisor) commitMilestone(ctx context.Context) error {
+	st := s.st
+	m := s.milestone()
+	m.TreeHash = st.TreeHash
+	if !s.cfg.Checkpoint.Commit && !st.Flags.Worktree {
+		return nil
+	}
+	msg := fmt.Sprintf("runr %s: milestone %d/%d: %s", st.RunID, st.MilestoneIndex+1, len(st.Milestones), m.Goal)
+	exclude, err := s.untouchedFiles(ctx)
+	if err != nil {
+		return err
+	}
+	sha, err := guard.CommitAll(ctx, s.dir, msg, exclude)
+	if err != nil {
+		return err
+	}
+	m.Commit = sha
+	if sha != "" {
+		// What the commit holds was judged after implement; later
+		// guards judge only commits after it. The baseline stays: the
+		// user's files it records were left out of the commit.
+		st.GuardHead = sha
+		s.event(state.CheckpointCommitEvent{SHA: sha, Milestone: st.MilestoneIndex + 1})
+	}
+	return nil
+}
+
+// untouchedFiles are the user's files a checkpoint commit leaves alone: the
+// task and config files, and whatever was dirty before the run (with
+// --allow-dirty) that the agent has not changed since.
+func (s *Supervisor) untouchedFiles(ctx context.Context) ([]string, error) {
+	out := s.ownFiles()
+	if len(s.st.Baseline) == 0 {
+		return out, nil
+	}
+	changed, err := guard.ChangedSince(ctx, s.dir, guard.Baseline(s.st.Baseline))
+	if err != nil {
+		return nil, err
+	}
+	for p := range s.st.Baseline {
+		if !slices.Contains(changed, p) && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// ownFiles are the task and config files, which a checkpoint commit never
+// takes.
+func (s *Supervisor) ownFiles() []string {
+	var out []string
+	if s.o.TaskFile != "" {
+		out = append(out, s.o.TaskFile)
+	}
+	if s.cfg.File != "" {
+		if rel, err := filepath.Rel(s.o.Repo, s.cfg.File); err == nil && !strings.HasPrefix(rel, "..") {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
