@@ -192,11 +192,8 @@ func newCoordinator(so supervisor.Options, st *state.State) *coordinator {
 }
 
 func internalStop(err error) *stopreasons.Stop {
-	code := stopreasons.CodeOf(err)
-	if code == "" || code == stopreasons.Complete {
-		code = stopreasons.InternalError
-	}
-	return &stopreasons.Stop{Code: code, Message: err.Error()}
+	sp := supervisor.ErrorStop(err)
+	return &sp
 }
 
 // prepare makes the integration worktree from the checkout's HEAD.

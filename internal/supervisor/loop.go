@@ -24,9 +24,20 @@ type stop struct {
 }
 
 func internalStop(err error) *stop {
+	return &stop{Stop: ErrorStop(err)}
+}
+
+// ErrorStop is the stop a failure of runr or of the machine ends a run
+// with, for a sequential run and a parallel one: a full disk or a failing
+// file system is environment_invalid (resumable once fixed), any other
+// error its own code, or internal_error.
+func ErrorStop(err error) stopreasons.Stop {
 	err = environmentError(err, "")
 	code := stopreasons.CodeOf(err)
-	return &stop{Stop: stopreasons.Stop{Code: code, Message: err.Error()}}
+	if code == stopreasons.Complete {
+		code = stopreasons.InternalError
+	}
+	return stopreasons.Stop{Code: code, Message: err.Error()}
 }
 
 func (s *Supervisor) loop(ctx context.Context) (*state.State, error) {
