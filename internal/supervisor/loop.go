@@ -55,7 +55,7 @@ func (s *Supervisor) loop(ctx context.Context) (*state.State, error) {
 	// after the stop was decided must not be lost either: it overrules a
 	// stop that an auto-resume would retry.
 	unwatch()
-	if sig := s.signalled(); sig != nil && sp.Condition != "signal" && stopreasons.AutoResumable(sp.Code) {
+	if sig := s.signalled(); sig != nil && sp.Condition != stopreasons.ConditionSignal && stopreasons.AutoResumable(sp.Code) {
 		sp = sig.stop()
 	}
 	return s.finish(sp)
@@ -187,7 +187,7 @@ func (s *Supervisor) StopWaiting(st *state.State, code stopreasons.Code, message
 	if err := s.openRunFiles(); err != nil {
 		return st, err
 	}
-	return s.finish(&stop{Stop: stopreasons.Stop{Code: code, Condition: "signal", Message: message}})
+	return s.finish(&stop{Stop: stopreasons.Stop{Code: code, Condition: stopreasons.ConditionSignal, Message: message}})
 }
 
 // Fail records err, a failure of a continuation of the run outside a tick
@@ -238,7 +238,7 @@ func (s *Supervisor) finish(sp *stop) (*state.State, error) {
 	uncommitted := s.readUncommitted(sp)
 	// The version is waited for, a Probe's timeout at most; a signal's
 	// stop ends the probe first.
-	if sp.Condition == "signal" && s.cancelVersion != nil {
+	if sp.Condition == stopreasons.ConditionSignal && s.cancelVersion != nil {
 		s.cancelVersion()
 	}
 	s.takeAgentVersion(true)

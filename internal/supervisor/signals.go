@@ -17,7 +17,7 @@ type signalStop struct {
 
 // stop is the run's stop on the signal.
 func (sig *signalStop) stop() *stop {
-	return &stop{Stop: stopreasons.Stop{Code: sig.code, Condition: "signal", Message: sig.name}}
+	return &stop{Stop: stopreasons.Stop{Code: sig.code, Condition: stopreasons.ConditionSignal, Message: sig.name}}
 }
 
 // watchSignals turns the first signal into a stop of the run and a second
