@@ -41,6 +41,7 @@ type GiveUp string
 const (
 	GiveUpNone           GiveUp = ""
 	GiveUpNotResumable   GiveUp = "not_auto_resumable" // the stop's reason is not auto-resumable
+	GiveUpSignal         GiveUp = "signal"             // a signal to this runr caused the stop
 	GiveUpMaxAutoResumes GiveUp = "max_auto_resumes"   // resume.max_auto_resumes are used up
 	GiveUpSpendCap       GiveUp = "spend_cap"          // a spend cap with no reset: waiting does not lift it
 	GiveUpBeyondMaxWait  GiveUp = "beyond_max_wait"    // the limit resets after resume.max_wait
@@ -65,6 +66,11 @@ type Decision struct {
 // be continued automatically, with done automatic resumes already made in
 // this invocation, and after how long.
 //
+//   - A stop a signal caused (condition signal) is not continued, whatever
+//     its reason: st is a stop of this invocation, so the signal came to
+//     this runr, and a signal is never swallowed (an evicted pod must exit
+//     within its grace period). A terminated run resumed afresh is
+//     continued as before: its new stop is what is decided on.
 //   - Only an auto-resumable stop is continued, at most
 //     resume.max_auto_resumes times.
 //   - A rate or usage limit with a reset time waits until the reset plus a
@@ -77,7 +83,13 @@ type Decision struct {
 //
 // A nil jitter adds none.
 func Decide(st *state.State, p config.Resume, done int, now time.Time, jitter func(limit time.Duration) time.Duration) Decision {
-	if st == nil || st.StopReason == nil || !stopreasons.AutoResumable(st.StopReason.Code) {
+	if st == nil || st.StopReason == nil {
+		return Decision{Action: ActionGiveUp, GiveUp: GiveUpNotResumable, Why: "the stop is not auto-resumable"}
+	}
+	if st.StopReason.Condition == stopreasons.ConditionSignal {
+		return Decision{Action: ActionGiveUp, GiveUp: GiveUpSignal, Why: "a signal stopped the run"}
+	}
+	if !stopreasons.AutoResumable(st.StopReason.Code) {
 		return Decision{Action: ActionGiveUp, GiveUp: GiveUpNotResumable, Why: "the stop is not auto-resumable"}
 	}
 	var d Decision

@@ -1,7 +1,9 @@
 package resume
 
 import (
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +27,11 @@ func TestDecide(t *testing.T) {
 	other := func(code stopreasons.Code) *state.State {
 		st := stopped()
 		st.StopReason = state.NewStopReason(code, 0, "")
+		return st
+	}
+	signalled := func(sig os.Signal) *state.State {
+		st := stopped()
+		st.StopReason = &state.StopReason{Stop: stopreasons.SignalStop(sig)}
 		return st
 	}
 	full := func(limit time.Duration) time.Duration { return limit } // the largest jitter allowed
@@ -66,6 +73,13 @@ func TestDecide(t *testing.T) {
 		{name: "stalled waits its backoff", st: other(stopreasons.Stalled), action: ActionWait, wait: 30 * time.Second},
 		{name: "automatic resumes used up", st: limit("rate", "2026-01-01T12:10:00Z"), done: 3,
 			action: ActionGiveUp, giveUp: GiveUpMaxAutoResumes, whyHas: "max_auto_resumes (3)"},
+		{name: "terminated by another process waits its backoff", st: other(stopreasons.Terminated), action: ActionWait, wait: 30 * time.Second},
+		{name: "a SIGTERM to this runr ends the loop", st: signalled(syscall.SIGTERM),
+			action: ActionGiveUp, giveUp: GiveUpSignal, whyHas: "signal"},
+		{name: "a SIGHUP to this runr ends the loop", st: signalled(syscall.SIGHUP), action: ActionGiveUp, giveUp: GiveUpSignal},
+		{name: "a SIGINT to this runr ends the loop", st: signalled(os.Interrupt), action: ActionGiveUp, giveUp: GiveUpSignal},
+		{name: "a signal ends the loop before the count is looked at", st: signalled(syscall.SIGTERM), done: 3,
+			action: ActionGiveUp, giveUp: GiveUpSignal},
 		{name: "not auto-resumable", st: other(stopreasons.GuardViolation), action: ActionGiveUp, giveUp: GiveUpNotResumable},
 		{name: "no stop", st: nil, action: ActionGiveUp, giveUp: GiveUpNotResumable},
 	} {

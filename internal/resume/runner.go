@@ -125,7 +125,8 @@ func release(l *state.Lock) {
 // autoResume continues the run for as long as it stops with an
 // auto-resumable reason, at most resume.max_auto_resumes times, after the
 // backoff or the rate limit's reset time, holding lock throughout. A signal
-// or a `runr stop` during the wait ends the run there (user_stopped or
+// during a call ends the loop with the stop it caused (Decide); a signal or
+// a `runr stop` during the wait ends the run there (user_stopped or
 // terminated), recorded by the supervisor like any stop. It returns the last
 // stop; the caller releases lock.
 func (r *Runner) autoResume(ctx context.Context, o supervisor.Options, lock *state.Lock, st *state.State) (*state.State, error) {
@@ -147,7 +148,9 @@ func (r *Runner) autoResume(ctx context.Context, o supervisor.Options, lock *sta
 	for done := 0; ; done++ {
 		d := Decide(st, cfg.Resume, done, time.Now(), jitter)
 		if d.Action != ActionWait {
-			if d.GiveUp != GiveUpNotResumable {
+			// Only a stop that was auto-resumable is declined: a signal's
+			// stop ends the loop as it is, with its code (130 or 143).
+			if d.GiveUp != GiveUpNotResumable && d.GiveUp != GiveUpSignal {
 				ev := state.AutoResumeDeclinedEvent{Reason: string(st.StopReason.Code), Declined: string(d.GiveUp), Why: d.Why, LimitKind: d.LimitKind}
 				if !d.ResetAt.IsZero() {
 					ev.ResetAt = d.ResetAt.UTC().Format(time.RFC3339)

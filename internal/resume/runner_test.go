@@ -198,6 +198,24 @@ func TestAutoResumeDoesNotWaitAfterAStopItMayNotRetry(t *testing.T) {
 	assert.True(t, os.IsNotExist(err), "nothing was appended to the timeline")
 }
 
+// A stop a signal to this runr caused ends the loop as it is, terminated
+// (auto-resumable) included: no wait, no declined auto-resume, nothing
+// recorded beyond the stop itself.
+func TestAutoResumeEndsOnTheStopOfASignal(t *testing.T) {
+	for _, sig := range []os.Signal{syscall.SIGTERM, syscall.SIGHUP, os.Interrupt} {
+		t.Run(sig.String(), func(t *testing.T) {
+			f := newWaitFixture(t, 0)
+			f.st.StopReason = &state.StopReason{Stop: stopreasons.SignalStop(sig)}
+			res := <-f.autoResume(t)
+			require.NoError(t, res.err)
+			assert.Same(t, f.st, res.st)
+			assert.Empty(t, f.events, "no wait was reported")
+			_, err := os.Stat(f.store.RunDir(f.st.RunID) + "/timeline.jsonl")
+			assert.True(t, os.IsNotExist(err), "nothing was appended to the timeline")
+		})
+	}
+}
+
 // Runner.continuePlan owns the plan's lock: it holds it through the run and
 // releases it when the run stops for good.
 func TestRunnerContinueReleasesThePlansLock(t *testing.T) {
