@@ -163,8 +163,20 @@ func resumeRun(opts *ResumeOptions) error {
 	return workOn(io, supervisor.Options{Store: store, Repo: repo, Environ: io.Environ, Version: opts.Version}, plan, opts.AutoResume, opts.Quiet, opts.JSON)
 }
 
-// printPlan shows what `runr resume` would do, on stdout.
+// printPlan shows what `runr resume` would do, on stdout, and exits as the
+// resume would: 0 when it would go ahead, usage_error (64) when the config
+// changed and it needs --force.
 func printPlan(io *IOStreams, plan *resume.Plan, opts *ResumeOptions) error {
+	if err := showPlan(io, plan, opts); err != nil {
+		return err
+	}
+	if len(plan.ChangedKeys) > 0 && !opts.Force {
+		return &stopError{code: stopreasons.UsageError}
+	}
+	return nil
+}
+
+func showPlan(io *IOStreams, plan *resume.Plan, opts *ResumeOptions) error {
 	st := plan.State
 	from := plan.From
 	rem := plan.Remaining

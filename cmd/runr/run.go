@@ -237,7 +237,21 @@ func runRun(opts *RunOptions) error {
 		return err
 	}
 	return workOn(io, supervisor.Options{Config: cfg, Store: store, Repo: repo, Environ: io.Environ, Version: opts.Version,
-		Flags: opts.Flags, TaskFile: taskFile, Prompt: prompt, RunID: opts.RunID}, nil, opts.AutoResume, opts.Quiet, opts.JSON)
+		Flags: startedFlags(opts), TaskFile: taskFile, Prompt: prompt, RunID: opts.RunID}, nil, opts.AutoResume, opts.Quiet, opts.JSON)
+}
+
+// startedFlags are the run's switches with the config keys its flags set,
+// which a resume keeps whatever runr.yaml and RUNR_* say by then.
+func startedFlags(opts *RunOptions) state.Flags {
+	f := opts.Flags
+	f.Settings = nil
+	for _, o := range opts.Overrides {
+		if !slices.Contains(f.Settings, o.Key) {
+			f.Settings = append(f.Settings, o.Key)
+		}
+	}
+	slices.Sort(f.Settings)
+	return f
 }
 
 // runExisting carries on the run --run-id names, which exists: a completed

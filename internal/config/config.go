@@ -36,6 +36,10 @@ type Config struct {
 
 	// File is the config file that was read, "" when there was none.
 	File string
+	// Explicit lists, in the order of Keys(), the keys that the config
+	// file, a RUNR_* variable or a flag set rather than leaving them at
+	// their default; a key set to an empty list is one of them.
+	Explicit []string
 	// Raw holds the resolved settings as plain nested data, in the shape of
 	// runr.yaml: durations as strings, custom conditions as written. It is
 	// what a run records as config.json and what Hash digests.
@@ -283,6 +287,11 @@ func Load(opts LoadOptions) (*Config, error) {
 		return nil, err
 	}
 	c.File = path
+	for _, d := range keyDefs {
+		if sources[d.name].origin != fromDefault {
+			c.Explicit = append(c.Explicit, d.name)
+		}
+	}
 	c.Warnings = EnvWarnings(opts.Environ)
 	return c, nil
 }

@@ -588,3 +588,13 @@ func TestConfigFileIsReadWithABound(t *testing.T) {
 		assert.Equal(t, stopreasons.ConfigInvalid, stopreasons.CodeOf(err))
 	}
 }
+
+func TestExplicitListsTheKeysALayerSet(t *testing.T) {
+	repo := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "runr.yaml"), []byte("scope:\n  protect: []\nstop:\n  noop: 3\n"), 0o644))
+	c, err := Load(LoadOptions{RepoRoot: repo, Environ: []string{"RUNR_SCOPE_DENY=[]", "RUNR_SCOPE_ALLOW="},
+		Overrides: []Override{{Key: "task", Value: "TASK.md"}}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"task", "scope.deny", "scope.protect", "stop.noop"}, c.Explicit,
+		"an empty list and a default value count once set; an empty variable is unset")
+}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/runr-dev/runr/internal/config"
@@ -32,16 +33,18 @@ func RecordedConfig(runDir string) (map[string]any, error) {
 
 // LoadConfig resolves the settings of a resumed run. A run keeps the
 // settings it started with (recorded, from config.json), including those
-// it got from flags, which a resume does not repeat; on top come the keys
-// that runr.yaml and RUNR_* now set to something other than the default.
+// its flags set (started: their keys), which a resume does not repeat and
+// which runr.yaml and RUNR_* cannot override. Of the other keys, those
+// that runr.yaml and RUNR_* now set explicitly (an empty list included)
+// take their current value; a key they no longer set keeps its recorded
+// value rather than fall back to a default the run did not start with.
 // budget.* and resume.* always come from the current settings: a resume
 // grants budget through its own flags, and the retry policy may change.
 //
-// changed lists the other keys whose value now differs from the recorded
-// one: a config changed since the run started. A key that the file once
-// set and now no longer sets keeps its recorded value and is not reported,
-// since it cannot be told apart from a key set by a flag.
-func LoadConfig(recorded map[string]any, opts config.LoadOptions) (cfg *config.Config, changed []string, err error) {
+// changed lists the keys whose current value differs from the recorded
+// one: a config changed since the run started. A run recorded before its
+// flags' keys were (started nil) counts every key runr.yaml and RUNR_* set.
+func LoadConfig(recorded map[string]any, started []string, opts config.LoadOptions) (cfg *config.Config, changed []string, err error) {
 	opts.Overrides = nil
 	cur, err := config.Load(opts)
 	if err != nil {
@@ -50,21 +53,15 @@ func LoadConfig(recorded map[string]any, opts config.LoadOptions) (cfg *config.C
 	if recorded == nil {
 		return cur, nil, nil
 	}
-	def, err := config.Load(config.LoadOptions{})
-	if err != nil {
-		return nil, nil, err
-	}
 	var overrides []config.Override
 	for _, key := range config.Keys() {
 		rv, recordedHas := lookup(recorded, key)
-		cv, _ := lookup(cur.Raw, key)
-		dv, _ := lookup(def.Raw, key)
 		policy := strings.HasPrefix(key, "budget.") || strings.HasPrefix(key, "resume.")
 		switch {
 		case policy || !recordedHas:
 			continue // the current value stands
-		case !same(cv, dv):
-			if !same(cv, rv) {
+		case !slices.Contains(started, key) && slices.Contains(cur.Explicit, key):
+			if cv, _ := lookup(cur.Raw, key); !same(cv, rv) {
 				changed = append(changed, key)
 			}
 			continue

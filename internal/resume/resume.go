@@ -175,7 +175,7 @@ func planWith(store *state.Store, st *state.State, req Request) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, changed, err := LoadConfig(recorded, req.Config)
+	cfg, changed, err := LoadConfig(recorded, st.Flags.Settings, req.Config)
 	if err != nil {
 		return nil, err
 	}

@@ -296,7 +296,7 @@ func TestLoadConfigKeepsRecordedSettingsAndSeesChanges(t *testing.T) {
 	require.NoError(t, err)
 	recorded := roundTrip(t, flagged.Raw)
 
-	cfg, changed, err := LoadConfig(recorded, config.LoadOptions{RepoRoot: repo})
+	cfg, changed, err := LoadConfig(recorded, nil, config.LoadOptions{RepoRoot: repo})
 	require.NoError(t, err)
 	assert.Empty(t, changed, "settings from flags at the start are no change")
 	assert.Equal(t, []string{"my-agent", "--fast"}, cfg.Agent.Command)
@@ -306,20 +306,63 @@ func TestLoadConfigKeepsRecordedSettingsAndSeesChanges(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(repo, config.FileName), []byte(yaml), 0o644))
 	}
 	write("budget:\n  time: 2h\nresume:\n  backoff: [1s]\n")
-	cfg, changed, err = LoadConfig(recorded, config.LoadOptions{RepoRoot: repo})
+	cfg, changed, err = LoadConfig(recorded, nil, config.LoadOptions{RepoRoot: repo})
 	require.NoError(t, err)
 	assert.Empty(t, changed, "budget and resume policy are no change")
 	assert.Equal(t, []time.Duration{time.Second}, cfg.Resume.Backoff)
 
 	write("stop:\n  noop: 9\nverify:\n  commands: [make check]\n")
-	cfg, changed, err = LoadConfig(recorded, config.LoadOptions{RepoRoot: repo})
+	cfg, changed, err = LoadConfig(recorded, nil, config.LoadOptions{RepoRoot: repo})
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"stop.noop", "verify.commands"}, changed)
 	assert.Equal(t, 9, cfg.Stop.Noop, "the new value is what a forced resume runs with")
 	assert.NotEqual(t, flagged.Hash(), cfg.Hash())
 
-	_, _, err = LoadConfig(recorded, config.LoadOptions{RepoRoot: repo, Environ: []string{"RUNR_STOP_NOOP=x"}})
+	_, _, err = LoadConfig(recorded, nil, config.LoadOptions{RepoRoot: repo, Environ: []string{"RUNR_STOP_NOOP=x"}})
 	assert.Equal(t, stopreasons.ConfigInvalid, stopreasons.CodeOf(err))
+}
+
+func TestLoadConfigKeepsWhatTheFlagsSetAndSeesEmptyLists(t *testing.T) {
+	repo := t.TempDir()
+	write := func(yaml string) {
+		require.NoError(t, os.WriteFile(filepath.Join(repo, config.FileName), []byte(yaml), 0o644))
+	}
+	// runr.yaml names an agent, as `runr init` writes it; the run was
+	// started with an argv after -- and --verify.
+	write("agent:\n  kind: claude\nscope:\n  protect: ['tests/**']\n")
+	started := []string{"agent.command", "agent.kind", "verify.commands"}
+	flagged, err := config.Load(config.LoadOptions{RepoRoot: repo, Overrides: []config.Override{
+		{Key: "agent.kind", Value: "command"},
+		{Key: "agent.command", Value: []string{"my-agent"}},
+		{Key: "verify.commands", Value: []string{"go test ./..."}},
+	}})
+	require.NoError(t, err)
+	recorded := roundTrip(t, flagged.Raw)
+
+	cfg, changed, err := LoadConfig(recorded, started, config.LoadOptions{RepoRoot: repo})
+	require.NoError(t, err)
+	assert.Empty(t, changed, "the file says what it said at the start")
+	assert.Equal(t, flagged.Hash(), cfg.Hash())
+
+	write("agent:\n  kind: codex\nverify:\n  commands: [make]\nscope:\n  protect: []\n")
+	cfg, changed, err = LoadConfig(recorded, started, config.LoadOptions{RepoRoot: repo})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"scope.protect"}, changed, "what the flags set is the run's; an emptied list is a change")
+	assert.Equal(t, "command", cfg.Agent.Kind)
+	assert.Equal(t, []string{"my-agent"}, cfg.Agent.Command)
+	assert.Equal(t, []string{"go test ./..."}, cfg.Verify.Commands)
+	assert.Empty(t, cfg.Scope.Protect, "a forced resume runs with the emptied list")
+
+	_, changed, err = LoadConfig(recorded, started, config.LoadOptions{RepoRoot: repo, Environ: []string{"RUNR_SCOPE_PROTECT=[]"}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"scope.protect"}, changed)
+
+	write("")
+	cfg, changed, err = LoadConfig(recorded, started, config.LoadOptions{RepoRoot: repo})
+	require.NoError(t, err)
+	assert.Empty(t, changed, "a key no longer set does not fall back to a default")
+	assert.Equal(t, []string{"tests/**"}, cfg.Scope.Protect)
+	assert.Equal(t, flagged.Hash(), cfg.Hash())
 }
 
 func TestOpen(t *testing.T) {

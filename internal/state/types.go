@@ -470,4 +470,8 @@ type Flags struct {
 	AllowDirty    bool `json:"allow_dirty,omitempty"`
 	ForceParallel bool `json:"force_parallel,omitempty"`
 	Worktree      bool `json:"worktree,omitempty"`
+	// Settings are the config keys the run's flags set (--task, --verify,
+	// the argv after -- as agent.kind and agent.command...): a resume
+	// keeps their recorded values whatever runr.yaml and RUNR_* say now.
+	Settings []string `json:"settings,omitempty"`
 }
