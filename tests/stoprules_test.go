@@ -145,6 +145,67 @@ func TestStopRulesStopNotLiveOrUnknown(t *testing.T) {
 	assert.Contains(t, errOut, "20200101T000000Z-abcdef")
 }
 
+// `runr stop` with no id stops the one live run of the store: after its
+// current tick, with user_stopped (130).
+func TestStopRulesStopWithoutIDStopsTheOneLiveRun(t *testing.T) {
+	t.Parallel()
+	repo := newRepo(t)
+	gate := filepath.Join(t.TempDir(), "go")
+	p := startRunr(t, repo, nil, "run", "--prompt", "work", "--", "fakeagent", "--do", "ready; wait-for "+gate+"; status done")
+	p.waitReady(t, 1)
+
+	code, out, errOut := runrCmd(t, repo, "stop")
+	require.Equal(t, 0, code, "runr stop: %s%s", out, errOut)
+	assert.Contains(t, out, "to stop after its current tick")
+	dir, err := latestRunDir(repo)
+	require.NoError(t, err)
+	assert.Contains(t, out, filepath.Base(dir))
+	assert.FileExists(t, filepath.Join(dir, "stop-request"))
+
+	require.NoError(t, os.WriteFile(gate, nil, 0o644))
+	assert.Equal(t, 130, p.wait(t, 30*time.Second), "stdout: %s\nstderr: %s", &p.stdout, &p.stderr)
+	require.NoError(t, checkStoppedRun(dir, []string{"user_stopped"}))
+}
+
+// `runr stop` with no id and no live run, or several, exits 64 and names
+// the live runs; it writes no request.
+func TestStopRulesStopWithoutIDNeedsOneLiveRun(t *testing.T) {
+	t.Parallel()
+	repo := newRepo(t)
+
+	code, out, errOut := runrCmd(t, repo, "stop")
+	assert.Equal(t, 64, code, "no runs yet: %s%s", out, errOut)
+	assert.Contains(t, errOut, "no live run")
+
+	code, out, errOut = runrCmd(t, repo, "run", "--run-id", "finished", "--prompt", "work", "--", "fakeagent", "--do", "status done")
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	code, out, errOut = runrCmd(t, repo, "stop")
+	assert.Equal(t, 64, code, "a finished run is not live: %s%s", out, errOut)
+	assert.Contains(t, errOut, "no live run")
+	assert.NoFileExists(t, filepath.Join(repo, ".git", "runr", "runs", "finished", "stop-request"))
+
+	// Two live runs, on parts of the checkout that do not overlap.
+	gate := filepath.Join(t.TempDir(), "go")
+	agent := []string{"--", "fakeagent", "--do", "ready; wait-for " + gate + "; status done"}
+	first := startRunr(t, repo, nil, append([]string{"run", "--run-id", "first", "--prompt", "work", "--allow", "a/**"}, agent...)...)
+	first.waitReady(t, 1)
+	second := startRunr(t, repo, nil, append([]string{"run", "--run-id", "second", "--prompt", "work", "--allow", "b/**"}, agent...)...)
+	second.waitReady(t, 2)
+
+	code, out, errOut = runrCmd(t, repo, "stop")
+	assert.Equal(t, 64, code, "two live runs: %s%s", out, errOut)
+	assert.Contains(t, errOut, "first")
+	assert.Contains(t, errOut, "second")
+	assert.NotContains(t, errOut, "finished")
+	for _, id := range []string{"first", "second"} {
+		assert.NoFileExists(t, filepath.Join(repo, ".git", "runr", "runs", id, "stop-request"))
+	}
+
+	require.NoError(t, os.WriteFile(gate, nil, 0o644))
+	assert.Equal(t, 0, first.wait(t, 30*time.Second), "stdout: %s\nstderr: %s", &first.stdout, &first.stderr)
+	assert.Equal(t, 0, second.wait(t, 30*time.Second), "stdout: %s\nstderr: %s", &second.stdout, &second.stderr)
+}
+
 // The progress of every active rule is in state.json after each tick, and
 // `runr status <id>` shows each with its percentage and message.
 func TestStopRulesConditionsAfterEachTick(t *testing.T) {

@@ -20,7 +20,9 @@ func TestCommandsTakeARef(t *testing.T) {
 	var stop *StopOptions
 	require.NoError(t, execute(t, NewCmdStop(testFactory(), func(o *StopOptions) error { stop = o; return nil }), "latest"))
 	assert.Equal(t, "latest", stop.Ref)
-	assert.ErrorContains(t, execute(t, NewCmdStop(testFactory(), func(*StopOptions) error { return nil })), "accepts 1 arg")
+	require.NoError(t, execute(t, NewCmdStop(testFactory(), func(o *StopOptions) error { stop = o; return nil })))
+	assert.Equal(t, "", stop.Ref, "no id: the one live run")
+	assert.ErrorContains(t, execute(t, NewCmdStop(testFactory(), func(*StopOptions) error { return nil }), "a", "b"), "accepts at most 1 arg")
 
 	var status *StatusOptions
 	require.NoError(t, execute(t, NewCmdStatus(testFactory(), func(o *StatusOptions) error { status = o; return nil }), "--json"))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -13,7 +14,7 @@ import (
 type StopOptions struct {
 	IO    *IOStreams
 	Store func() (*state.Store, error)
-	Ref   string
+	Ref   string // "" stops the one live run of the store
 }
 
 // NewCmdStop builds `runr stop`; runF, when a test passes one, gets the
@@ -21,13 +22,18 @@ type StopOptions struct {
 func NewCmdStop(f *Factory, runF func(*StopOptions) error) *cobra.Command {
 	opts := &StopOptions{IO: f.IO, Store: f.Store}
 	return &cobra.Command{
-		Use:   "stop <id>|latest",
+		Use:   "stop [<id>|latest]",
 		Short: "Ask a live run to stop after its current tick",
 		Long: `Write a stop request for a live run. The run finishes its current tick, then
-stops with user_stopped (exit 130); 'runr resume' continues it later.`,
-		Args: cobra.ExactArgs(1),
+stops with user_stopped (exit 130); 'runr resume' continues it later.
+
+With no run id it stops the one live run of the store; when none or several
+are live it exits 64 and lists the live runs.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Ref = args[0]
+			if len(args) == 1 {
+				opts.Ref = args[0]
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -41,7 +47,12 @@ func stopRun(opts *StopOptions) error {
 	if err != nil {
 		return err
 	}
-	id, err := store.Resolve(opts.Ref)
+	var id string
+	if opts.Ref == "" {
+		id, err = theLiveRun(store)
+	} else {
+		id, err = store.Resolve(opts.Ref)
+	}
 	if err != nil {
 		return err
 	}
@@ -62,4 +73,26 @@ func stopRun(opts *StopOptions) error {
 	}
 	fmt.Fprintf(opts.IO.Out, "Asked run %s (pid %d) to stop after its current tick.\n", id, info.PID)
 	return nil
+}
+
+// theLiveRun is the id of the one live run of the store, found as
+// `runr status --active` finds live runs; none or several live is a usage
+// error that lists them, since which run to stop is then the user's choice.
+func theLiveRun(store *state.Store) (string, error) {
+	ids, err := store.List()
+	if err != nil {
+		return "", err
+	}
+	var live []string
+	for _, v := range listViews(store, ids, &StatusOptions{Active: true}) {
+		live = append(live, v.RunID)
+	}
+	switch len(live) {
+	case 1:
+		return live[0], nil
+	case 0:
+		return "", stopreasons.Errorf(stopreasons.UsageError, "no live run in the store %s: nothing to stop; 'runr status' lists the runs", shownPath(store.Home))
+	default:
+		return "", stopreasons.Errorf(stopreasons.UsageError, "%d runs are live: %s; name the one to stop: runr stop <id>", len(live), strings.Join(live, ", "))
+	}
 }

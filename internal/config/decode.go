@@ -160,10 +160,12 @@ func numbers(s *setting) (any, error) {
 		n, err := parseInt(s.src, s.value)
 		return s.done(n, n, err)
 	case kindWorkers:
-		n, err := parseInt(s.src, s.value)
-		if err == nil && n < 1 {
-			err = s.src.invalid(s.value, "below 1 (1 works the milestones one at a time)")
+		// Its own minimum is checked first: parseInt's advice for a
+		// negative count names 0, which is below it.
+		if w, err := parseWhole(s.src, s.value); err == nil && w < 1 {
+			return s.done(0, 0, s.src.invalid(s.value, "below 1 (1 works the milestones one at a time)"))
 		}
+		n, err := parseInt(s.src, s.value)
 		return s.done(n, n, err)
 	case kindCount64:
 		n, err := parseCount(s.src, s.value)

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -31,5 +33,56 @@ func TestParallelKeys(t *testing.T) {
 		_, err := Load(LoadOptions{RepoRoot: repo(t, tc.file), Overrides: tc.overrides})
 		require.Error(t, err, tc.want)
 		assert.Contains(t, err.Error(), tc.want)
+	}
+}
+
+// A number out of range is refused with advice, and the value the advice
+// names is accepted when given in the same place: for every numeric key,
+// from the environment, runr.yaml and a flag.
+func TestOutOfRangeAdviceNamesAnAcceptedValue(t *testing.T) {
+	advised := regexp.MustCompile(`\((?:use )?(\d+(?:\.\d+)?)\b`)
+	for _, d := range keyDefs {
+		switch d.kind {
+		case kindCount, kindCount64, kindAmount, kindRate, kindWorkers:
+		default:
+			continue
+		}
+		for _, bad := range []string{"-1", "2.5e9", "7"} {
+			load := func(value string) (string, error) {
+				_, err := Load(LoadOptions{RepoRoot: repo(t, ""), Environ: []string{EnvName(d.name) + "=" + value}})
+				if err == nil {
+					return "", nil
+				}
+				return err.Error(), err
+			}
+			msg, err := load(bad)
+			if err == nil {
+				continue
+			}
+			m := advised.FindStringSubmatch(msg)
+			if m == nil {
+				continue
+			}
+			_, err = load(m[1])
+			assert.NoError(t, err, "%s=%s: %q advises %s", EnvName(d.name), bad, msg, m[1])
+
+			file := func(value string) error {
+				yaml := ""
+				for i, part := range strings.Split(d.name, ".") {
+					yaml += "\n" + strings.Repeat("  ", i) + part + ":"
+				}
+				yaml += " " + value + "\n"
+				_, err := Load(LoadOptions{RepoRoot: repo(t, yaml)})
+				return err
+			}
+			require.Error(t, file(bad), "%s: %s in runr.yaml", d.name, bad)
+			assert.NoError(t, file(m[1]), "%s: %s in runr.yaml, as %q advises", d.name, m[1], msg)
+			flag := func(value string) error {
+				_, err := Load(LoadOptions{RepoRoot: repo(t, ""), Overrides: []Override{{Key: d.name, Value: value, Source: "--flag"}}})
+				return err
+			}
+			require.Error(t, flag(bad))
+			assert.NoError(t, flag(m[1]), "%s: --flag %s, as advised", d.name, m[1])
+		}
 	}
 }

@@ -182,6 +182,16 @@ func (s source) item(i int) source {
 
 // parseCount reads a whole number of 0 or more.
 func parseCount(src source, v any) (int64, error) {
+	n, err := parseWhole(src, v)
+	if err == nil && n < 0 {
+		return 0, src.invalid(v, "negative (use 0 or more; 0 turns the limit off)")
+	}
+	return n, err
+}
+
+// parseWhole reads a whole number, of either sign: the caller says which
+// are allowed, so that its advice names a value it accepts.
+func parseWhole(src source, v any) (int64, error) {
 	var n int64
 	switch x := v.(type) {
 	case int:
@@ -206,9 +216,6 @@ func parseCount(src source, v any) (int64, error) {
 		n = i
 	default:
 		return 0, src.invalid(v, "not a whole number")
-	}
-	if n < 0 {
-		return 0, src.invalid(v, "negative (use 0 or more; 0 turns the limit off)")
 	}
 	return n, nil
 }

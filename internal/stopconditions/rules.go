@@ -359,7 +359,7 @@ type Limits struct {
 func (l Limits) Validate() error {
 	switch {
 	case l.Time < 0:
-		return stopreasons.Errorf(stopreasons.ConfigInvalid, "budget.time: %s is negative; use a duration such as 30m (0 turns it off)", l.Time)
+		return stopreasons.Errorf(stopreasons.ConfigInvalid, "budget.time: %s is negative; use a duration greater than 0, such as 30m", l.Time)
 	case l.MaxTicks < 0:
 		return stopreasons.Errorf(stopreasons.ConfigInvalid, "budget.max_ticks: %d is negative; use a count of 0 or more (0 turns it off)", l.MaxTicks)
 	case l.MaxIterations < 0:
