@@ -69,7 +69,8 @@ func (r Reason) Actions(d Details) []string {
 	var out []string
 	for _, a := range r.NextActions {
 		s := render(a, probe)
-		if s == "" || strings.Contains(s, missing) {
+		// shellJoin quotes the mark as it quotes any control character.
+		if s == "" || strings.Contains(s, missing) || strings.Contains(s, ShellQuote(missing)) {
 			continue
 		}
 		out = append(out, s)

@@ -181,6 +181,16 @@ func TestActionsLeaveOutCommandsMissingFigures(t *testing.T) {
 	assert.Contains(t, acts, "runr resume 20261121T230017Z-3f9a1c --time 30m")
 }
 
+// TestActionsLeaveOutAnEmptyStash: a guard stop whose files are all the
+// run's own offers no stash at all.
+func TestActionsLeaveOutAnEmptyStash(t *testing.T) {
+	acts := MustLookup(GuardViolation).Actions(Details{RunID: "20261121T230017Z-3f9a1c", Files: []string{"runr.yaml"}})
+	for _, a := range acts {
+		assert.False(t, strings.HasPrefix(a, "git stash"), "%q", a)
+	}
+	assert.Contains(t, acts, "runr resume 20261121T230017Z-3f9a1c")
+}
+
 func TestShellQuote(t *testing.T) {
 	assert.Equal(t, "src/a.go", ShellQuote("src/a.go"))
 	assert.Equal(t, "'a b.go'", ShellQuote("a b.go"))
