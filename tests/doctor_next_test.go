@@ -147,7 +147,7 @@ func TestDoctorNextActionsAreExecutable(t *testing.T) {
 			committed: map[string]string{"runr.yaml": "verify:\n  commands: [\"test -f ok.txt\"]\n"},
 			args:      []string{"--prompt", "work", "--", "fakeagent", "--do", "#1-3: touch-count calls.txt; status done", "--do", "#4+: write ok.txt ok; status done"},
 			reason:    "same_error_repeated", exit: 41,
-			want: []string{"runr doctor ID", "runr resume ID"},
+			want: []string{"runr resume ID"},
 		},
 		{
 			name:      "verification_timeout resumes with --force once verify.timeout is raised",
@@ -260,7 +260,7 @@ func TestDoctorReportOfARealRun(t *testing.T) {
 		"Last failure at tick ",
 		"## Other rules",
 		"## Next",
-		"```sh\nrunr doctor " + id + "\nrunr resume " + id + "\n```",
+		"```sh\nrunr resume " + id + "\n```",
 	} {
 		assert.Contains(t, report, want)
 	}
@@ -294,7 +294,7 @@ func TestDoctorReportOfARealRun(t *testing.T) {
 	require.NotEmpty(t, stop.Evidence.Signatures)
 	assert.Equal(t, 3, stop.Evidence.Signatures[0].Count)
 	assert.Positive(t, stop.Evidence.Timeline.Events)
-	assert.Equal(t, []string{"runr doctor " + id, "runr resume " + id}, stop.NextActions)
+	assert.Equal(t, []string{"runr resume " + id}, stop.NextActions, "doctor's report never suggests doctor")
 
 	// runr doctor tells the same as the files.
 	assert.Equal(t, stop.NextActions, doctorActions(t, repo))

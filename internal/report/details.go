@@ -49,6 +49,7 @@ func details(st *state.State, r *Report) stopreasons.Details {
 		Files:     r.Evidence.Files,
 		ResetAt:   r.Evidence.ResetAt,
 	}
+	d.Stash = stashable(st, d.Files)
 	sd := stopreasons.StopDetails{}
 	if sr.Details != nil {
 		sd = *sr.Details
@@ -142,4 +143,16 @@ func progress(st *state.State) (approved, total int) {
 	approved = max(approved, st.Statistics.Approved)
 	total = max(total, st.Statistics.TotalMilestones)
 	return approved, total
+}
+
+// stashable is files without the run's task and config files: runr's
+// input, not the agent's change, so no advice stashes them.
+func stashable(st *state.State, files []string) []string {
+	var out []string
+	for _, f := range files {
+		if f != st.Task.File && f != st.ConfigFile {
+			out = append(out, f)
+		}
+	}
+	return out
 }

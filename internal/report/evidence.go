@@ -40,40 +40,56 @@ func milestoneRows(st *state.State) []MilestoneRow {
 	return rows
 }
 
-// earlierSignatures collects, from the timeline's attempt events, the
-// error signatures of the attempts state.json no longer lists: those of a
-// milestone with Earlier attempts that ended before its first listed one.
-type earlierSignatures struct {
-	st   *state.State
-	hits []signatureHit
+// attemptEnds reads the timeline's attempt events: the tick each attempt
+// ended in (its failure's tick: the verify or review that judged it), and
+// the error signatures of the attempts state.json no longer lists, those
+// of a milestone with Earlier attempts that ended before its first listed
+// one. state.json keeps only the tick an attempt started in, so without
+// the timeline the error signatures fall back to that one.
+type attemptEnds struct {
+	st    *state.State
+	ended map[attemptKey]int
+	hits  []signatureHit
 }
+
+// attemptKey names an attempt: its milestone (1-based) and the tick it
+// started in.
+type attemptKey struct{ milestone, tick int }
 
 type signatureHit struct {
 	signature string
 	tick      int
 }
 
-func (e *earlierSignatures) attempt(tick int, d state.AttemptEvent) {
-	if d.Signature == "" || d.Milestone < 1 || d.Milestone > len(e.st.Milestones) {
-		return
-	}
-	m := e.st.Milestones[d.Milestone-1]
-	if m.Earlier == nil || len(m.Attempts) == 0 {
+func (e *attemptEnds) attempt(tick int, d state.AttemptEvent) {
+	if d.Milestone < 1 || d.Milestone > len(e.st.Milestones) {
 		return
 	}
 	// The event's tick is the one the attempt ended in; the attempt's own
 	// (attempt_tick, 0 when an older runr left it out) is where it began.
+	start := tick
 	if d.AttemptTick > 0 {
-		tick = d.AttemptTick
+		start = d.AttemptTick
+		if e.ended == nil {
+			e.ended = map[attemptKey]int{}
+		}
+		e.ended[attemptKey{d.Milestone, start}] = tick
+	}
+	m := e.st.Milestones[d.Milestone-1]
+	if d.Signature == "" || m.Earlier == nil || len(m.Attempts) == 0 {
+		return
 	}
 	// An attempt ends before the next one of its milestone starts: one
 	// that ended before the first listed attempt started is not listed.
-	if tick < m.Attempts[0].Tick {
+	if start < m.Attempts[0].Tick {
 		e.hits = append(e.hits, signatureHit{d.Signature, tick})
 	}
 }
 
-func signatureCounts(st *state.State, earlier []signatureHit) []SignatureCount {
+// signatureCounts counts the error signatures of the run's attempts, each
+// at the tick its error came in (the attempt's end, as the last failure's
+// tick is), or where the timeline does not tell, the tick it started in.
+func signatureCounts(st *state.State, ends *attemptEnds) []SignatureCount {
 	idx := map[string]int{}
 	out := []SignatureCount{}
 	count := func(sig string, tick int) {
@@ -87,13 +103,17 @@ func signatureCounts(st *state.State, earlier []signatureHit) []SignatureCount {
 		out[i].FirstTick = min(out[i].FirstTick, tick)
 		out[i].LastTick = max(out[i].LastTick, tick)
 	}
-	for _, h := range earlier {
+	for _, h := range ends.hits {
 		count(h.signature, h.tick)
 	}
-	for _, m := range st.Milestones {
+	for i, m := range st.Milestones {
 		for _, a := range m.Attempts {
 			if a.ErrorSignature != "" {
-				count(a.ErrorSignature, a.Tick)
+				tick := a.Tick
+				if end, ok := ends.ended[attemptKey{i + 1, a.Tick}]; ok {
+					tick = end
+				}
+				count(a.ErrorSignature, tick)
 			}
 		}
 	}
@@ -107,14 +127,10 @@ func signatureCounts(st *state.State, earlier []signatureHit) []SignatureCount {
 }
 
 func gatherEvidence(st *state.State, runDir string, r *Report) Evidence {
-	earlier := &earlierSignatures{st: st}
-	onAttempt := earlier.attempt
-	if !hasEarlier(st) {
-		onAttempt = nil
-	}
-	sum, warns := scanTimeline(filepath.Join(runDir, timelineFile), onAttempt)
+	ends := &attemptEnds{st: st}
+	sum, warns := scanTimeline(filepath.Join(runDir, timelineFile), ends.attempt)
 	ev := Evidence{
-		Signatures:    signatureCounts(st, earlier.hits),
+		Signatures:    signatureCounts(st, ends),
 		Counters:      st.Counters,
 		Files:         []string{},
 		Usage:         st.Usage,
@@ -158,15 +174,4 @@ func gatherEvidence(st *state.State, runDir string, r *Report) Evidence {
 	ev.Timeline = sum
 	r.Warnings = append(r.Warnings, warns...)
 	return ev
-}
-
-// hasEarlier reports whether some milestone has attempts state.json no
-// longer lists.
-func hasEarlier(st *state.State) bool {
-	for _, m := range st.Milestones {
-		if m.Earlier != nil {
-			return true
-		}
-	}
-	return false
 }

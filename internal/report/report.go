@@ -234,6 +234,12 @@ func diagnoseStop(st *state.State, runDir string, r *Report) {
 	r.Diagnosis = reg.Diagnose(d)
 
 	for _, a := range reg.Actions(d) {
+		// This report is what `runr doctor` on the run prints, and the end
+		// of a run's summary already names that command: suggesting it here
+		// would send the reader to what they are reading.
+		if a == "runr doctor "+st.RunID {
+			continue
+		}
 		if stopreasons.IsCommand(a) {
 			r.NextActions = append(r.NextActions, a)
 		} else {
@@ -252,6 +258,9 @@ func familyHints(runDir string, reg stopreasons.Reason, d stopreasons.Details, r
 	}
 	if reg.Family == stopreasons.FamilyWorker && r.Evidence.ResetAt != "" {
 		out = append(out, "the provider's limit resets at "+r.Evidence.ResetAt)
+	}
+	if own := slices.DeleteFunc(slices.Clone(d.Files), func(f string) bool { return slices.Contains(d.Stash, f) }); len(own) > 0 && reg.Code == stopreasons.GuardViolation {
+		out = append(out, "the stash leaves "+stopreasons.ShowPaths(own)+" alone: they are the run's task and config files; undo the agent's changes to them by hand")
 	}
 	if reg.Code == stopreasons.GuardViolation && slices.Contains(strings.Split(d.Condition, ", "), stopreasons.RuleProtect) {
 		out = append(out, "rule protect: "+stopreasons.ProtectAdvice)

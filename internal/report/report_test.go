@@ -421,7 +421,7 @@ func TestDiagnoseFigures(t *testing.T) {
 			actions:   []string{"runr resume " + runID + " --time 30m"}},
 		{name: "same error names command and signature", run: "same_error_repeated", code: stopreasons.SameErrorRepeated, terminal: stopreasons.AbortedStuck, exit: 41,
 			diagnosis: []string{"3 times in a row (limit 3)", "go build ./...", "go-build:undefined-CartTotal"},
-			actions:   []string{"runr doctor " + runID, "runr resume " + runID}},
+			actions:   []string{"runr resume " + runID}},
 		{name: "guard names the files", run: "guard_violation", code: stopreasons.GuardViolation, terminal: stopreasons.AbortedConstraint, exit: 2,
 			diagnosis:  []string{"2 file(s)", "deploy/prod.yaml"},
 			shellFiles: "-- deploy/prod.yaml 'internal/secret/key file.go'"},

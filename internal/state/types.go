@@ -72,6 +72,7 @@ type State struct {
 	Worktree       string          `json:"worktree,omitempty"`
 	Branch         string          `json:"branch,omitempty"`
 	Task           Task            `json:"task"`
+	ConfigFile     string          `json:"config_file,omitempty"` // the config file read, relative to Repo ("" for none, or outside): runr's, like the task file, so advice to stash changes leaves it
 	Budget         Budget          `json:"budget"`
 	Milestones     []Milestone     `json:"milestones"`
 	MilestoneIndex int             `json:"milestone_index"` // 0-based index of the current milestone

@@ -21,6 +21,7 @@ type Details struct {
 	Command       string   // the failing command or agent program
 	Signature     string   // an error signature
 	Files         []string // files a guard named
+	Stash         []string // of Files, those a stash may take: all but the run's task and config files
 	Other         string   // another run's id (collisions)
 	ResetAt       string   // when a rate limit resets
 	LimitKind     string   // which kind of limit: rate, usage_window, spend_cap, overloaded
@@ -62,10 +63,14 @@ func (r Reason) Actions(d Details) []string {
 	if len(probe.Files) == 0 {
 		probe.Files = []string{missing}
 	}
+	if len(probe.Stash) == 0 {
+		probe.Stash = []string{missing}
+	}
 	var out []string
 	for _, a := range r.NextActions {
 		s := render(a, probe)
-		if s == "" || strings.Contains(s, missing) {
+		// shellJoin quotes the mark as it quotes any control character.
+		if s == "" || strings.Contains(s, missing) || strings.Contains(s, ShellQuote(missing)) {
 			continue
 		}
 		out = append(out, s)
@@ -100,7 +105,12 @@ func ShellJoin(words []string) string {
 	return strings.Join(q, " ")
 }
 
-// ShellQuote quotes s for a POSIX shell if it contains anything but safe characters.
+// ShellQuote quotes s for a POSIX shell if it contains anything but safe
+// characters. A name with a control character (a newline) or bytes that
+// are not UTF-8 becomes "$(printf '...')" with those bytes as octal
+// escapes, so the command stays one line of printable text that works
+// when pasted; trailing newlines, which $(...) would drop, become the
+// pattern character ?, which the shell or git matches against the name.
 func ShellQuote(s string) string {
 	if s == "" {
 		return "''"
@@ -115,7 +125,38 @@ func ShellQuote(s string) string {
 	if safe {
 		return s
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl) {
+		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+	body := strings.TrimRight(s, "\n")
+	tail := strings.Repeat("?", len(s)-len(body))
+	if body == "" {
+		return tail
+	}
+	var b strings.Builder
+	if strings.HasPrefix(body, "-") {
+		// printf would read it as an option.
+		b.WriteString("./")
+	}
+	for i := 0; i < len(body); {
+		r, n := utf8.DecodeRuneInString(body[i:])
+		switch {
+		case r == utf8.RuneError && n == 1, unicode.IsControl(r):
+			for _, c := range []byte(body[i : i+n]) {
+				fmt.Fprintf(&b, `\%03o`, c)
+			}
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '%':
+			b.WriteString("%%")
+		case r == '\'':
+			b.WriteString(`'\''`)
+		default:
+			b.WriteString(body[i : i+n])
+		}
+		i += n
+	}
+	return `"$(printf '` + b.String() + `')"` + tail
 }
 
 // Placeholders are Details that show where a run's own figures go, for
@@ -124,7 +165,7 @@ func Placeholders() Details {
 	return Details{
 		RunID: "<run-id>", Condition: "<rule>", Value: "<value>", Threshold: "<threshold>",
 		Message: "<message>", Milestone: 0, MilestoneGoal: "<milestone goal>", Command: "<command>",
-		Signature: "<signature>", Files: []string{"<file>"}, Other: "<other-run-id>", ResetAt: "<reset time>", LimitKind: "<limit kind>",
+		Signature: "<signature>", Files: []string{"<file>"}, Stash: []string{"<file>"}, Other: "<other-run-id>", ResetAt: "<reset time>", LimitKind: "<limit kind>",
 		Grant: "<amount>",
 	}
 }

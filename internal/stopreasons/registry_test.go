@@ -2,6 +2,9 @@ package stopreasons
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"text/template"
@@ -178,12 +181,47 @@ func TestActionsLeaveOutCommandsMissingFigures(t *testing.T) {
 	assert.Contains(t, acts, "runr resume 20261121T230017Z-3f9a1c --time 30m")
 }
 
+// TestActionsLeaveOutAnEmptyStash: a guard stop whose files are all the
+// run's own offers no stash at all.
+func TestActionsLeaveOutAnEmptyStash(t *testing.T) {
+	acts := MustLookup(GuardViolation).Actions(Details{RunID: "20261121T230017Z-3f9a1c", Files: []string{"runr.yaml"}})
+	for _, a := range acts {
+		assert.False(t, strings.HasPrefix(a, "git stash"), "%q", a)
+	}
+	assert.Contains(t, acts, "runr resume 20261121T230017Z-3f9a1c")
+}
+
 func TestShellQuote(t *testing.T) {
 	assert.Equal(t, "src/a.go", ShellQuote("src/a.go"))
 	assert.Equal(t, "'a b.go'", ShellQuote("a b.go"))
 	assert.Equal(t, `'it'\''s'`, ShellQuote("it's"))
 	assert.Equal(t, "''", ShellQuote(""))
-	assert.Equal(t, "'line\nbreak'", ShellQuote("line\nbreak"))
+	// A control character is never printed raw: the command stays one
+	// line of printable text.
+	assert.Equal(t, `"$(printf 'line\012break')"`, ShellQuote("line\nbreak"))
+}
+
+// TestShellQuoteRoundTrips hands each quoted name to sh, which must give
+// back the name itself.
+func TestShellQuoteRoundTrips(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a b", "it's", "odd$name", "line\nbreak", "tab\there", "-n\nx", "100%\n\\d", "q'\n'", "end\n", "\x7fdel", "bad\xffutf8\n"} {
+		quoted := ShellQuote(name)
+		assert.NotContains(t, quoted, "\n", "%q is quoted onto one line", name)
+		if strings.HasSuffix(name, "\n") {
+			// A trailing newline becomes a pattern: it matches the file.
+			require.NoError(t, os.WriteFile(filepath.Join(dir, name), nil, 0o644))
+		}
+		cmd := exec.Command("sh", "-c", "printf '%s|' "+quoted)
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		require.NoError(t, err, quoted)
+		want := name
+		if strings.HasPrefix(name, "-") {
+			want = "./" + name
+		}
+		assert.Equal(t, want+"|", string(out), "sh reads %s", quoted)
+	}
 }
 
 func TestErrorsCarryTheirCode(t *testing.T) {

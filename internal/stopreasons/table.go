@@ -65,7 +65,7 @@ var table = []Reason{
 		Diagnosis: `{{if eq .Condition "protect"}}The agent modified, deleted or renamed {{len .Files}} protected file(s) that existed when the run started (scope.protect): {{paths .Files}}.{{else}}The agent changed {{len .Files}} file(s) outside its scope ({{.Condition}}): {{paths .Files}}.{{end}}`,
 		NextActions: []string{
 			"{{if eq .Condition \"protect\"}}restore the protected files (the stash below), or remove their glob from scope.protect (--protect) in runr.yaml if the change is wanted{{else}}revert the out-of-scope changes, or widen scope.allow / narrow scope.deny in runr.yaml{{end}}",
-			"git stash push --include-untracked -- {{shellJoin .Files}}",
+			"git stash push --include-untracked -- {{shellJoin .Stash}}",
 			"runr resume {{.RunID}}",
 		},
 	},
@@ -84,7 +84,7 @@ var table = []Reason{
 		Diagnosis: `The checkout had {{len .Files}} uncommitted change(s) before the run started: {{paths .Files}}.`,
 		NextActions: []string{
 			"commit or stash your changes, or run with --allow-dirty (or --worktree to leave this checkout alone); the stash below keeps the task and config files",
-			"git stash push --include-untracked -- {{shellJoin .Files}}",
+			"git stash push --include-untracked -- {{shellJoin .Stash}}",
 			"runr resume {{.RunID}}",
 		},
 	},

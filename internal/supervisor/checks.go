@@ -121,10 +121,19 @@ func (s *Supervisor) ownFiles() []string {
 	if s.o.TaskFile != "" {
 		out = append(out, s.o.TaskFile)
 	}
-	if s.cfg.File != "" {
-		if rel, err := filepath.Rel(s.o.Repo, s.cfg.File); err == nil && !strings.HasPrefix(rel, "..") {
-			out = append(out, rel)
-		}
+	if f := s.configFile(); f != "" {
+		out = append(out, f)
 	}
 	return out
+}
+
+// configFile is the run's config file relative to the repository; "" when
+// there is none or it lies outside.
+func (s *Supervisor) configFile() string {
+	if s.cfg.File != "" {
+		if rel, err := filepath.Rel(s.o.Repo, s.cfg.File); err == nil && !strings.HasPrefix(rel, "..") {
+			return rel
+		}
+	}
+	return ""
 }

@@ -202,6 +202,7 @@ func (s *Supervisor) newState(id string, now time.Time) *state.State {
 		Phase:         state.PhaseImplement,
 		Repo:          s.o.Repo,
 		Task:          state.Task{File: s.o.TaskFile, Prompt: s.o.Prompt},
+		ConfigFile:    s.configFile(),
 		CreatedAt:     now,
 		Budget:        budgetOf(s.cfg),
 		Milestones:    Milestones(s.o.Prompt),
