@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/termtext"
+	"github.com/runr-dev/runr/internal/watch"
 )
 
 // StatusOptions are the parsed arguments of `runr status`.
@@ -132,7 +134,7 @@ func viewOf(store *state.Store, st *state.State) runView {
 	if st.StopReason != nil {
 		code = st.StopReason.Code
 	}
-	return summaryView(store, &state.Summary{RunID: st.RunID, RunStatus: st.RunStatus, CreatedAt: st.CreatedAt,
+	return summaryView(store, &state.Summary{RunID: st.RunID, RunStatus: st.RunStatus, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt,
 		ElapsedMS: st.ElapsedMS, Tick: st.Tick, Approved: countApproved(st), Milestones: len(st.Milestones), Stop: code})
 }
 
@@ -145,6 +147,12 @@ func summaryView(store *state.Store, sum *state.Summary) runView {
 		Milestones: sum.Milestones,
 		ElapsedMS:  sum.ElapsedMS,
 		CreatedAt:  sum.CreatedAt,
+	}
+	if v.Status == stopreasons.RunRunning {
+		// state.json records the elapsed time at its saves, a tick apart:
+		// a live run's time goes on counting in between.
+		live, info, err := store.Locked(sum.RunID)
+		v.ElapsedMS = state.Elapsed(sum.ElapsedMS, sum.UpdatedAt, err == nil && live, info.StartedAt, time.Now()).Milliseconds()
 	}
 	if sum.Stop != "" && v.Status != stopreasons.RunRunning && v.Status != stopreasons.RunCrashed {
 		v.Reason = string(sum.Stop)
@@ -299,7 +307,7 @@ func statusOne(opts *StatusOptions, store *state.Store) error {
 	}
 	budget := time.Duration(st.Budget.TimeMS) * time.Millisecond
 	fmt.Fprintf(w, "  phase    %s · tick %d · iteration %d · elapsed %s of %s\n", st.Phase, st.Tick, st.Iteration,
-		(time.Duration(st.ElapsedMS) * time.Millisecond).Round(time.Second), budget)
+		(time.Duration(v.ElapsedMS) * time.Millisecond).Round(time.Second), budget)
 	if st.Usage.CostUSD > 0 || st.Usage.InputTokens > 0 {
 		fmt.Fprintf(w, "  usage    $%.2f · %d input / %d output tokens\n", st.Usage.CostUSD, st.Usage.InputTokens, st.Usage.OutputTokens)
 	}
@@ -313,15 +321,32 @@ func statusOne(opts *StatusOptions, store *state.Store) error {
 		fmt.Fprintf(w, "  %s %d. [%s] %s (%s)\n", marker, i+1, m.Status, termtext.VisibleLine(m.Goal), plural(m.AttemptCount(), "attempt"))
 	}
 	printWorkers(w, st)
-	if len(st.Conditions) > 0 {
+	if rules := stopRules(store, st, v); len(rules) > 0 {
 		fmt.Fprintln(w, "\nStop rules (how close each is to firing):")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		for _, c := range st.Conditions {
+		for _, c := range rules {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\n", termtext.VisibleLine(c.Name), bar(c.Progress, opts.IO.OutTTY), termtext.VisibleLine(c.Message))
 		}
 		tw.Flush()
 	}
 	return nil
+}
+
+// stopRules are the stop rules of run st, closest to firing first. A live
+// run's are judged now, as watch judges them: what it recorded is as old
+// as its last tick, and nothing before its first tick ends. Any other run
+// shows what it recorded.
+func stopRules(store *state.Store, st *state.State, v runView) []watch.Rule {
+	var rules []watch.Rule
+	if v.Lock != nil {
+		rules = watch.LiveRules(store.RunDir(st.RunID), st, time.Duration(v.ElapsedMS)*time.Millisecond)
+	} else {
+		for _, c := range st.Conditions {
+			rules = append(rules, watch.Rule{Name: c.Name, Progress: c.Progress, Message: c.Message})
+		}
+	}
+	slices.SortStableFunc(rules, func(a, b watch.Rule) int { return cmp.Compare(b.Progress, a.Progress) })
+	return rules
 }
 
 // printWorkers lists a parallel run's workers: what each works on now, and

@@ -302,7 +302,7 @@ func TestOldStateWithTheTaskInlineLoads(t *testing.T) {
 	assert.Equal(t, 30, m.AttemptCount())
 	sum, err := s.Summary(id)
 	require.NoError(t, err)
-	assert.Equal(t, Summary{RunID: id, RunStatus: stopreasons.RunStopped, CreatedAt: st.CreatedAt, ElapsedMS: 600000,
+	assert.Equal(t, Summary{RunID: id, RunStatus: stopreasons.RunStopped, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, ElapsedMS: 600000,
 		Tick: 31, Approved: 1, Milestones: 2, Stop: stopreasons.UserStopped, Usage: st.Usage}, *sum, "an old file is summed up from its milestones")
 	assert.NoFileExists(t, filepath.Join(s.RunDir(id), "task.md"), "loading writes nothing")
 
@@ -338,7 +338,7 @@ func TestSummaryMatchesLoad(t *testing.T) {
 		sum, err := s.Summary(st.RunID)
 		require.NoError(t, err)
 		loaded := mustLoad(t, s, st.RunID)
-		want := Summary{RunID: loaded.RunID, RunStatus: loaded.RunStatus, CreatedAt: loaded.CreatedAt, ElapsedMS: loaded.ElapsedMS,
+		want := Summary{RunID: loaded.RunID, RunStatus: loaded.RunStatus, CreatedAt: loaded.CreatedAt, UpdatedAt: loaded.UpdatedAt, ElapsedMS: loaded.ElapsedMS,
 			Tick: loaded.Tick, Approved: 0, Milestones: len(loaded.Milestones), Usage: loaded.Usage}
 		for _, m := range loaded.Milestones {
 			if m.Status == MilestoneApproved {
@@ -413,3 +413,13 @@ func TestSummaryRefusesWhatLoadRefuses(t *testing.T) {
 }
 
 func bufioReader(r io.Reader) io.Reader { return bufio.NewReaderSize(r, summaryBuffer) }
+
+func TestElapsedCountsALiveRunsTimeSinceItsSave(t *testing.T) {
+	saved := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	now := saved.Add(6 * time.Second)
+	assert.Equal(t, 10*time.Second, Elapsed(4000, saved, true, time.Time{}, now), "live: the save's time and the time since")
+	assert.Equal(t, 4*time.Second, Elapsed(4000, saved, false, time.Time{}, now), "not live: what was recorded")
+	assert.Equal(t, 6*time.Second, Elapsed(4000, saved, true, saved.Add(4*time.Second), now),
+		"the time before the holder started (a crash, then a resume) does not count")
+	assert.Equal(t, 4*time.Second, Elapsed(4000, time.Time{}, true, time.Time{}, now), "no save time: what was recorded")
+}

@@ -15,9 +15,12 @@ import (
 
 // Summary is a run as `runr status` lists it.
 type Summary struct {
-	RunID      string
-	RunStatus  string
-	CreatedAt  time.Time
+	RunID     string
+	RunStatus string
+	CreatedAt time.Time
+	// UpdatedAt is when state.json was last saved: ElapsedMS counts up to
+	// then (zero in a file that has no updated_at).
+	UpdatedAt  time.Time
 	ElapsedMS  int64
 	Tick       int
 	Approved   int
@@ -141,6 +144,8 @@ func (sr *summaryReader) field(dec *json.Decoder, key string) error {
 		derr = dec.Decode(&sum.RunStatus)
 	case "created_at":
 		derr = dec.Decode(&sum.CreatedAt)
+	case "updated_at":
+		derr = dec.Decode(&sum.UpdatedAt)
 	case "elapsed_ms":
 		derr = dec.Decode(&sum.ElapsedMS)
 	case "tick":
@@ -211,6 +216,26 @@ func checkSummary(sum *Summary, path string) error {
 
 func summaryImpossible(path, problem string) error {
 	return stopreasons.Errorf(stopreasons.StateCorrupt, "%s: %s (left untouched); inspect or remove the run", path, problem)
+}
+
+// Elapsed is the working time of a run at now: elapsedMS as its last save
+// (at savedAt) recorded it and, while a runr process holds it, the time
+// since that save. The holder counts from its own start (holderStart) at
+// the earliest: time between a crash and the resume that holds the run now
+// is no working time. A run no process holds has the time it recorded.
+func Elapsed(elapsedMS int64, savedAt time.Time, live bool, holderStart, now time.Time) time.Duration {
+	d := time.Duration(elapsedMS) * time.Millisecond
+	if !live || savedAt.IsZero() {
+		return d
+	}
+	from := savedAt
+	if holderStart.After(from) {
+		from = holderStart
+	}
+	if since := now.Sub(from); since > 0 {
+		d += since
+	}
+	return d
 }
 
 // LiveStatus is the run status to show for a run whose state.json says

@@ -59,6 +59,12 @@ func Rules(st *state.State, rules stopconditions.Rules, elapsed time.Duration) [
 	return out
 }
 
+// LiveRules is Rules for the live run st whose directory is runDir, under
+// the stop rules it started with.
+func LiveRules(runDir string, st *state.State, elapsed time.Duration) []Rule {
+	return Rules(st, recordedRules(runDir), elapsed)
+}
+
 // closest is the rule closest to firing; the first in priority order among
 // equals, and none when no rule has any progress.
 func closest(rules []Rule) *Rule {

@@ -225,10 +225,7 @@ func (s *Source) liveRun(id string, c *cached) Run {
 	}
 	// Elapsed time counts while runr works on the run: what the last write
 	// of state.json recorded, and the time since.
-	r.Elapsed = time.Duration(st.ElapsedMS) * time.Millisecond
-	if since := s.now().Sub(st.UpdatedAt); !st.UpdatedAt.IsZero() && since > 0 {
-		r.Elapsed += since
-	}
+	r.Elapsed = state.Elapsed(st.ElapsedMS, st.UpdatedAt, true, time.Time{}, s.now())
 	r.Closest = closest(Rules(st, *c.rules, r.Elapsed))
 	return r
 }
