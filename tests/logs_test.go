@@ -80,3 +80,39 @@ func TestLogsOfACrashedRun(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Contains(t, stdout, "it crashed or was killed")
 }
+
+// TestLogsShowACommandAgentsOutput: a command agent's output is all there
+// is to show of what it did, so `runr logs` shows the end of each call's,
+// its control characters made visible, however much it printed. A Claude
+// Code run's stream of events is shown as its tool calls, not dumped.
+func TestLogsShowACommandAgentsOutput(t *testing.T) {
+	repo := newRepo(t)
+	code, _, stderr := runrCmd(t, repo, "run", "--run-id", "said", "--prompt", "say hello", "--verify", "true", "--",
+		"sh", "-c", `echo 'hello from the agent'; printf 'in \033[31mred\033[0m\n'; echo 'RUNR_STATUS: done'`)
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	code, stdout, stderr := runrCmd(t, repo, "logs", "said")
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	assert.Contains(t, stdout, "  agent exited 0 after")
+	assert.Contains(t, stdout, "  | hello from the agent\n")
+	assert.Contains(t, stdout, `  | in \x1b[31mred\x1b[0m`+"\n")
+	assert.NotContains(t, stdout, "\x1b", "the escape is shown, not obeyed")
+	assert.Less(t, strings.Index(stdout, "hello from the agent"), strings.Index(stdout, "stop: complete"))
+
+	code, _, stderr = runrCmd(t, repo, "run", "--run-id", "chatty", "--prompt", "say a lot", "--verify", "true", "--",
+		"sh", "-c", `i=1; while [ $i -le 10000 ]; do echo "chatter $i"; i=$((i+1)); done; echo 'RUNR_STATUS: done'`)
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	code, stdout, stderr = runrCmd(t, repo, "logs", "chatty")
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	assert.Contains(t, stdout, "  | chatter 9999\n")
+	assert.NotContains(t, stdout, "chatter 9000\n", "only the end of the output is shown")
+	assert.Contains(t, stdout, "earlier output not shown: runr logs chatty --tick 1 --raw")
+	assert.Less(t, strings.Count(stdout, "\n"), 60, "the transcript stays short:\n%s", stdout)
+
+	claude := newRepo(t)
+	r := runClaude(t, claude, []string{"IS_SANDBOX=1", "FAKEAGENT_REPLAY=" + recording(t, "tool_write")}, "--prompt", "write hello.txt", "--verify", "true")
+	require.Equal(t, 0, r.exit, "stderr: %s", r.stderr)
+	code, stdout, stderr = runrCmd(t, claude, "logs", "latest")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "  > Write /home/dev/repo/hello.txt\n")
+	assert.NotContains(t, stdout, `"type"`, "Claude Code's stream of events is not dumped")
+}

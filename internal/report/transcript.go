@@ -1,11 +1,15 @@
 package report
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/termtext"
@@ -13,6 +17,10 @@ import (
 
 // verifyTailLines is how much of a failed check's output a transcript shows.
 const verifyTailLines = 8
+
+// outputTailLines is how much of a plain-text agent's output a transcript
+// shows of each call.
+const outputTailLines = 20
 
 // Transcript writes a run's timeline as a readable account, tick by tick:
 // the milestone, what the agent did, the checks and their failing output,
@@ -205,6 +213,23 @@ func (t *Transcript) processEnded(ev state.Event, d state.ProcessEndedEvent) {
 	if d.ExitCode != 0 && ev.Phase != state.PhaseImplement {
 		t.tail(ev.Tick, ev.Phase)
 	}
+	if d.PlainText && ev.Phase == state.PhaseImplement {
+		t.output(ev.Tick)
+	}
+}
+
+// output writes the end of a plain-text agent's log: what it printed is
+// all there is to show of what it did. Only the log's last bytes are read,
+// whatever its size.
+func (t *Transcript) output(tick int) {
+	rel := filepath.Join("logs", fmt.Sprintf("tick-%04d-%s.log", tick, state.PhaseImplement))
+	lines, cut := logEnd(filepath.Join(t.runDir, rel), outputTailLines)
+	if cut {
+		t.printf("  | … earlier output not shown: runr logs %s --tick %d --raw\n", line(filepath.Base(t.runDir)), tick)
+	}
+	for _, l := range lines {
+		t.printf("  | %s\n", line(l))
+	}
 }
 
 // tail writes the end of a failed check's log.
@@ -282,4 +307,53 @@ func plural(n int, word string) string {
 // who names a worker of a parallel run and the milestone it has.
 func who(worker, milestone int) string {
 	return fmt.Sprintf("worker %d · milestone %d", worker, milestone)
+}
+
+// maxOutputLine bounds one line of an agent's output in a transcript, in
+// bytes: a line without an end would otherwise be the whole tail read.
+const maxOutputLine = 400
+
+// logEnd returns the last n lines of the log at path, reading only its last
+// tailBytes, without the blank lines at its end; cut says lines came before
+// them. A missing or unreadable log has none.
+func logEnd(path string, n int) (lines []string, cut bool) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil || !info.Mode().IsRegular() {
+		return nil, false
+	}
+	start := max(info.Size()-tailBytes, 0)
+	buf := make([]byte, info.Size()-start)
+	k, err := f.ReadAt(buf, start)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, false
+	}
+	buf = buf[:k]
+	if start > 0 {
+		cut = true
+		// Drop the partial first line the cut left.
+		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+			buf = buf[i+1:]
+		}
+	}
+	text := strings.TrimRight(string(buf), " \t\r\n")
+	if text == "" {
+		return nil, cut
+	}
+	lines = strings.Split(text, "\n")
+	if len(lines) > n {
+		lines, cut = lines[len(lines)-n:], true
+	}
+	for i, l := range lines {
+		l = strings.TrimSuffix(l, "\r")
+		lines[i] = l
+		if len(l) > maxOutputLine {
+			lines[i] = strings.ToValidUTF8(l[:maxOutputLine], "") + " …"
+		}
+	}
+	return lines, cut
 }

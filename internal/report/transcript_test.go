@@ -3,6 +3,7 @@ package report
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -147,4 +148,50 @@ worker 1 · milestone 2 returned to a worker (1)
 		}))
 		assert.Equal(t, tt.want, b.String(), "tick %d", tt.tick)
 	}
+}
+
+// A plain-text agent's output is what it did: its transcript shows the end
+// of each call's log, made visible and bounded, once the call has ended.
+// An agent with a stream of events has its activities shown instead.
+func TestTranscriptShowsPlainTextOutput(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "logs"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "logs", "tick-0001-implement.log"),
+		[]byte("hello\r\n\x1b[31mred\x1b[0m\n\n"), 0o644))
+	var many strings.Builder
+	for i := 1; i <= 10000; i++ {
+		many.WriteString("line " + strconv.Itoa(i) + "\n")
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "logs", "tick-0002-implement.log"), []byte(many.String()), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "logs", "tick-0003-implement.log"), []byte(`{"type":"raw event"}`+"\n"), 0o644))
+	path := filepath.Join(dir, "timeline.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(`{"seq":1,"ts":"2026-11-21T23:00:18Z","type":"process_ended","tick":1,"phase":"implement","data":{"exit_code":0,"duration_ms":5,"plain_text":true}}
+{"seq":2,"ts":"2026-11-21T23:00:19Z","type":"process_ended","tick":2,"phase":"implement","data":{"exit_code":1,"duration_ms":5,"plain_text":true}}
+{"seq":3,"ts":"2026-11-21T23:00:20Z","type":"process_ended","tick":3,"phase":"implement","data":{"exit_code":0,"duration_ms":5}}
+`), 0o644))
+	st := &state.State{Milestones: []state.Milestone{{Goal: "one"}}}
+	var b strings.Builder
+	tr := NewTranscript(&b, st, dir, 0)
+	require.NoError(t, state.ScanTimeline(path, func(ev state.Event) error {
+		tr.Event(ev)
+		return tr.Err()
+	}))
+	want := `
+tick 1 · milestone 1/1 "one" · implement
+  agent exited 0 after 5ms
+  | hello
+  | \x1b[31mred\x1b[0m
+
+tick 2 · milestone 1/1 "one" · implement
+  agent exited 1 after 5ms
+  | … earlier output not shown: runr logs ` + filepath.Base(dir) + ` --tick 2 --raw
+`
+	for i := 9981; i <= 10000; i++ {
+		want += "  | line " + strconv.Itoa(i) + "\n"
+	}
+	want += `
+tick 3 · milestone 1/1 "one" · implement
+  agent exited 0 after 5ms
+`
+	assert.Equal(t, want, b.String())
 }

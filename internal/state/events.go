@@ -103,6 +103,10 @@ type ProcessEndedEvent struct {
 	TimedOut   bool  `json:"timed_out"`
 	Idle       bool  `json:"idle"`
 	Canceled   bool  `json:"canceled"`
+	// PlainText: an agent whose output is plain text, not a stream of
+	// events (a command agent, aider): the transcript shows the end of
+	// its log, as it shows another agent's tool calls.
+	PlainText bool `json:"plain_text,omitempty"`
 }
 
 // AttemptEvent is one attempt of a milestone as it ended: state.json lists

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/proc"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
@@ -99,8 +100,12 @@ func (s *Supervisor) runProcess(ctx context.Context, phase string, spec proc.Spe
 		err = environmentError(err, s.dir)
 	}
 	if err == nil {
-		s.event(state.ProcessEndedEvent{ExitCode: res.ExitCode, DurationMS: res.Duration.Milliseconds(), Bytes: res.Bytes,
-			TimedOut: res.TimedOut, Idle: res.Idle, Canceled: res.Canceled})
+		ended := state.ProcessEndedEvent{ExitCode: res.ExitCode, DurationMS: res.Duration.Milliseconds(), Bytes: res.Bytes,
+			TimedOut: res.TimedOut, Idle: res.Idle, Canceled: res.Canceled}
+		if phase == state.PhaseImplement {
+			ended.PlainText = agents.EventReader(s.adapter.Kind(), "") == nil
+		}
+		s.event(ended)
 	}
 	return res, err
 }
