@@ -483,15 +483,8 @@ func TestTelemetryParallelRun(t *testing.T) {
 	require.Equal(t, 0, code, "stderr: %s", stderr)
 	assert.NotContains(t, stderr, "telemetry", "a parallel run is traced, and a collector that answers is not reported")
 
-	runDir, err := latestRunDir(repo)
-	require.NoError(t, err)
-	var st struct {
-		RunID string `json:"run_id"`
-		Tick  int    `json:"tick"`
-	}
-	b, err := os.ReadFile(filepath.Join(runDir, "state.json"))
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &st))
+	st := readState(t, repo)
+	runID, tick := st["run_id"], int(st["tick"].(float64))
 
 	r.mu.Lock()
 	spans, metrics := r.spans, r.metrics
@@ -501,7 +494,7 @@ func TestTelemetryParallelRun(t *testing.T) {
 	require.Len(t, runs, 1, "one run span for the run, none for a worker's milestone")
 	run := runs[0]
 	ra := attrMap(run.GetAttributes())
-	assert.Equal(t, st.RunID, ra["runr.run.id"])
+	assert.Equal(t, runID, ra["runr.run.id"])
 	assert.Equal(t, "2", ra["runr.milestones"])
 	assert.Equal(t, "2", ra["runr.milestones.approved"])
 	assert.Equal(t, "complete", ra["runr.stop.reason"])
@@ -529,7 +522,7 @@ func TestTelemetryParallelRun(t *testing.T) {
 		return false
 	}
 	ticks := spansNamed(spans, "runr.tick")
-	require.Len(t, ticks, st.Tick, "one span per tick of every worker")
+	require.Len(t, ticks, tick, "one span per tick of every worker")
 	workers := map[string]int{}
 	for _, tk := range ticks {
 		assert.True(t, under(string(tk.GetSpanId())), "a worker's tick is under the run span")
@@ -554,5 +547,5 @@ func TestTelemetryParallelRun(t *testing.T) {
 		assert.Equal(t, "merged", attrMap(m.GetAttributes())["runr.merge.outcome"])
 	}
 	assert.Equal(t, map[string]float64{"complete": 1}, metricPoints(metrics, "runr.stops", "reason"), "the run's stop, not its workers'")
-	assert.Equal(t, map[string]float64{"": float64(st.Tick)}, metricPoints(metrics, "runr.ticks", ""))
+	assert.Equal(t, map[string]float64{"": float64(tick)}, metricPoints(metrics, "runr.ticks", ""))
 }

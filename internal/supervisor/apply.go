@@ -54,10 +54,6 @@ func (s *Supervisor) run() Run {
 // what came of it.
 func (s *Supervisor) decide(ctx context.Context, phase Phase, f Facts) Decision {
 	f.Now = s.o.Now()
-	if s.dir != "" {
-		_, err := os.Stat(s.dir)
-		f.DirGone = err != nil
-	}
 	run, r := s.run(), s.rules()
 	d := Decide(phase, f, run, r)
 	if sw := d.Switch; sw != nil {
@@ -66,6 +62,15 @@ func (s *Supervisor) decide(ctx context.Context, phase Phase, f Facts) Decision 
 			f.Switch.Switched, f.Switch.To = true, s.agentRef()
 		}
 		d = Decide(phase, f, run, r)
+	}
+	// Only a step that could not be carried out asks whether the working
+	// directory is gone, which every process and git call there would fail
+	// on: a tick that went well costs no look.
+	if d.Event.Outcome == Fault && s.dir != "" {
+		if _, err := os.Stat(s.dir); err != nil {
+			f.DirGone = true
+			d = Decide(phase, f, run, r)
+		}
 	}
 	return d
 }
