@@ -317,7 +317,9 @@ const maxOutputLine = 400
 // tailBytes, without the blank lines at its end; cut says lines came before
 // them. A missing or unreadable log has none.
 func logEnd(path string, n int) (lines []string, cut bool) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	// O_NONBLOCK: a FIFO the agent planted in the log's place must not
+	// hold the reader; it is then refused as not a regular file.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, false
 	}

@@ -5,7 +5,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -194,4 +196,22 @@ tick 3 · milestone 1/1 "one" · implement
   agent exited 0 after 5ms
 `
 	assert.Equal(t, want, b.String())
+}
+
+// TestLogEndRefusesAPlantedFIFO: a FIFO in place of a call's log shows no
+// output, and reading the transcript never waits for a writer to open it.
+func TestLogEndRefusesAPlantedFIFO(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tick-0001-implement.log")
+	require.NoError(t, syscall.Mkfifo(path, 0o644))
+	done := make(chan []string, 1)
+	go func() {
+		lines, _ := logEnd(path, 20)
+		done <- lines
+	}()
+	select {
+	case lines := <-done:
+		assert.Empty(t, lines)
+	case <-time.After(10 * time.Second):
+		t.Fatal("reading a FIFO in the log's place blocked")
+	}
 }
