@@ -163,8 +163,6 @@ func logsRun(opts *LogsOptions) error {
 	}
 }
 
-// endNote says, after a transcript without a stop, whether the run is live
-// or was cut short.
 // workerLogs shows the runs worker K of a parallel run made, one per
 // milestone it took, oldest first: each one's transcript, or with --raw the
 // recorded output of the last one.
@@ -207,6 +205,18 @@ func workerLogs(opts *LogsOptions, st *state.State, runDir string) error {
 			}
 			fmt.Fprintf(out, "== worker %d · milestone %d · %s\n", opts.Worker, m, id)
 			tr := report.NewTranscript(out, child, ws.RunDir(id), opts.Tick)
+			if id == ids[len(ids)-1] {
+				tr.Raw = func(tick int) string {
+					return fmt.Sprintf("runr logs %s --worker %d --tick %d --raw", st.RunID, opts.Worker, tick)
+				}
+			} else {
+				// Only the worker's last milestone is reached by a
+				// command: an earlier one's log is named by its path.
+				dir := ws.RunDir(id)
+				tr.Raw = func(tick int) string {
+					return relToWD(state.RunLogPath(dir, tick, state.PhaseImplement))
+				}
+			}
 			follower := state.FollowTimeline(ws.TimelinePath(id), maxTranscriptEvent)
 			err = follower.Poll(func(ev state.Event) error {
 				tr.Event(ev)
@@ -225,6 +235,8 @@ func workerLogs(opts *LogsOptions, st *state.State, runDir string) error {
 	return nil
 }
 
+// endNote says, after a transcript without a stop, whether the run is live
+// or was cut short.
 func endNote(w io.Writer, store *state.Store, id string, stopped bool) error {
 	if stopped {
 		return nil

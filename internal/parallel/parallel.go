@@ -50,6 +50,7 @@ type finished struct {
 type slot struct {
 	busy    bool
 	signals chan os.Signal
+	tick    int // the run's number of the worker's tick under way
 	state.WorkerSlot
 }
 
@@ -80,6 +81,7 @@ type coordinator struct {
 	spent figures         // of finished worker runs
 	live  map[int]figures // of the worker runs under way, by worker
 	sig   os.Signal       // the first signal runr received
+	ticks int             // the ticks the run started, over all workers
 
 	// lastFail is the stop of the last milestone that failed in skip mode:
 	// a skip-mode run that ends with failed milestones stops with it.
@@ -185,6 +187,7 @@ func newCoordinator(so supervisor.Options, st *state.State) *coordinator {
 	// workers' stop rules judge that plus their own.
 	c.spent = figures{cost: st.Usage.CostUSD, tokens: st.Usage.InputTokens + st.Usage.OutputTokens, iterations: st.Iteration, ticks: st.Tick,
 		attempt: st.Counters.Attempts}
+	c.ticks = st.Tick
 	for k := 1; k <= n; k++ {
 		c.slots = append(c.slots, &slot{signals: make(chan os.Signal, 4), WorkerSlot: state.WorkerSlot{Worker: k}})
 	}

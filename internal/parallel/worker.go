@@ -67,9 +67,21 @@ func (c *coordinator) work(ctx context.Context, k int, j job, runID string, sign
 		p.RunID, p.Worker = c.st.RunID, k
 		switch p.Msg.(type) {
 		case supervisor.ProgressTick, supervisor.ProgressTickDone:
+			// The line speaks of the run, as its budget does: the run's
+			// number of the tick, counted over all workers, its time and
+			// its time budget. The worker's own run of the milestone
+			// counts from the milestone's start.
 			c.mu.Lock()
-			c.slots[k-1].Phase = p.Phase
+			s := c.slots[k-1]
+			s.Phase = p.Phase
+			if _, starts := p.Msg.(supervisor.ProgressTick); starts {
+				c.ticks++
+				s.tick = c.ticks
+			}
+			p.Tick = s.tick
 			c.mu.Unlock()
+			p.Elapsed = time.Duration(c.baseMS)*time.Millisecond + c.o.Now().Sub(c.start)
+			p.Budget = time.Duration(c.st.Budget.TimeMS) * time.Millisecond
 		}
 		c.o.Progress(p)
 	}

@@ -29,6 +29,12 @@ const outputTailLines = 20
 // from an agent, a log or the task is written with its control characters
 // made visible.
 type Transcript struct {
+	// Raw says where the whole log of a tick's agent call is read, when
+	// the transcript shows only its end: by default the command that
+	// prints it. A parallel run's worker has no run id of its own to give
+	// runr logs, so its caller says.
+	Raw func(tick int) string
+
 	w      io.Writer
 	runDir string
 	goals  []string
@@ -44,6 +50,7 @@ type Transcript struct {
 // milestones) whose files are in runDir. tick > 0 shows that tick only.
 func NewTranscript(w io.Writer, st *state.State, runDir string, tick int) *Transcript {
 	t := &Transcript{w: w, runDir: runDir, only: tick, milestone: 1, tick: -1}
+	t.Raw = func(tick int) string { return fmt.Sprintf("runr logs %s --tick %d --raw", st.RunID, tick) }
 	for _, m := range st.Milestones {
 		t.goals = append(t.goals, m.Goal)
 	}
@@ -70,6 +77,7 @@ func (t *Transcript) Event(ev state.Event) {
 	}
 	switch d := ev.Data.(type) {
 	case state.RunStartedEvent:
+		t.milestone = max(d.Milestone, 1)
 		src := "--prompt"
 		if d.TaskFile != "" {
 			src = d.TaskFile
@@ -156,6 +164,8 @@ func (t *Transcript) track(ev state.Event) {
 	switch d := ev.Data.(type) {
 	case state.TickEvent:
 		m = d.Milestone
+	case state.RunStartedEvent:
+		m = d.Milestone
 	case state.RunResumedEvent:
 		m = d.Milestone
 	}
@@ -222,10 +232,9 @@ func (t *Transcript) processEnded(ev state.Event, d state.ProcessEndedEvent) {
 // all there is to show of what it did. Only the log's last bytes are read,
 // whatever its size.
 func (t *Transcript) output(tick int) {
-	rel := filepath.Join("logs", fmt.Sprintf("tick-%04d-%s.log", tick, state.PhaseImplement))
-	lines, cut := logEnd(filepath.Join(t.runDir, rel), outputTailLines)
+	lines, cut := logEnd(state.RunLogPath(t.runDir, tick, state.PhaseImplement), outputTailLines)
 	if cut {
-		t.printf("  | … earlier output not shown: runr logs %s --tick %d --raw\n", line(filepath.Base(t.runDir)), tick)
+		t.printf("  | … earlier output not shown: %s\n", line(t.Raw(tick)))
 	}
 	for _, l := range lines {
 		t.printf("  | %s\n", line(l))

@@ -66,6 +66,9 @@ type RunStartedEvent struct {
 	Milestones int    `json:"milestones"`
 	TaskFile   string `json:"task_file"` // relative to the repository; "" for --prompt
 	Workers    int    `json:"workers,omitempty"`
+	// Milestone is the one the first tick works on (1-based): a parallel
+	// worker's run starts at its own milestone, not the first.
+	Milestone int `json:"milestone,omitempty"`
 }
 
 // RunResumedEvent: a resume (or an automatic resume) continues the run.

@@ -27,7 +27,7 @@ var agentRef = &AgentRef{Kind: "codex", Model: "gpt-5-codex"}
 // renamed) fails the round trip; a field added to a type without a value
 // here fails allSet.
 var fullEvents = []eventCase{
-	{RunStartedEvent{Repo: "/src/shop", Milestones: 3, TaskFile: "TASK.md", Workers: 2},
+	{RunStartedEvent{Repo: "/src/shop", Milestones: 3, TaskFile: "TASK.md", Workers: 2, Milestone: 2},
 		`{"repo":"/src/shop","milestones":3,"task_file":"TASK.md","workers":2}`,
 		[]string{"repo", "milestones", "task_file"}},
 	{RunResumedEvent{Milestone: 2, Phase: "verify", Preflight: true, Workers: 2},

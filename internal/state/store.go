@@ -101,7 +101,13 @@ func (s *Store) RunDir(id string) string {
 // LogPath is the log file of one phase of one tick, e.g.
 // runs/<id>/logs/tick-0007-implement.log.
 func (s *Store) LogPath(id string, tick int, phase string) string {
-	return filepath.Join(s.RunDir(id), logsDir, fmt.Sprintf("tick-%04d-%s.log", tick, phase))
+	return RunLogPath(s.RunDir(id), tick, phase)
+}
+
+// RunLogPath is the log file of one phase of one tick of the run whose
+// directory is runDir.
+func RunLogPath(runDir string, tick int, phase string) string {
+	return filepath.Join(runDir, logsDir, fmt.Sprintf("tick-%04d-%s.log", tick, phase))
 }
 
 // StatePath is the state.json of run id.

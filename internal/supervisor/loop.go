@@ -92,13 +92,15 @@ func (s *Supervisor) ticks(ctx context.Context) *stop {
 		d := s.tick(ctx, Phase(phase))
 		if sp := s.apply(d); sp != nil {
 			// A stop inside the tick still records how close every rule
-			// was after it.
+			// was after it, and says what the tick came to.
 			s.evaluate(ctx, d)
+			s.reportTick(phase, milestone, d)
 			return sp
 		}
 		// After every tick: counters (the decision's, applied), evaluate,
 		// persist, timeline.
 		if v := s.evaluate(ctx, d); v.Stop != nil {
+			s.reportTick(phase, milestone, d)
 			return s.verdictStop(v.Stop)
 		}
 		s.event(s.tickData(phase, d))

@@ -185,7 +185,7 @@ func (s *Supervisor) Start(ctx context.Context) (*state.State, error) {
 	if err := s.openRunFiles(); err != nil {
 		return st, err
 	}
-	s.event(state.RunStartedEvent{Repo: s.o.Repo, Milestones: len(milestones), TaskFile: s.o.TaskFile})
+	s.event(state.RunStartedEvent{Repo: s.o.Repo, Milestones: len(milestones), TaskFile: s.o.TaskFile, Milestone: st.MilestoneIndex + 1})
 	if stop := s.preflight(ctx); stop != nil {
 		return s.finish(stop)
 	}
