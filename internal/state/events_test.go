@@ -28,7 +28,7 @@ var agentRef = &AgentRef{Kind: "codex", Model: "gpt-5-codex"}
 // here fails allSet.
 var fullEvents = []eventCase{
 	{RunStartedEvent{Repo: "/src/shop", Milestones: 3, TaskFile: "TASK.md", Workers: 2, Milestone: 2},
-		`{"repo":"/src/shop","milestones":3,"task_file":"TASK.md","workers":2}`,
+		`{"repo":"/src/shop","milestones":3,"task_file":"TASK.md","workers":2,"milestone":2}`,
 		[]string{"repo", "milestones", "task_file"}},
 	{RunResumedEvent{Milestone: 2, Phase: "verify", Preflight: true, Workers: 2},
 		`{"milestone":2,"phase":"verify","preflight":true,"workers":2}`,
