@@ -107,7 +107,7 @@ func TestAutoResumeDeclinesSpendCapAndDistantReset(t *testing.T) {
 	}{
 		{name: "spend cap with no reset", kind: "spend_cap", why: "spend cap",
 			msg: "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits."},
-		{name: "reset beyond max_wait", kind: "usage_window", why: "beyond resume.max_wait (1m0s)",
+		{name: "reset beyond max_wait", kind: "usage_window", why: "beyond resume.max_wait (1m)",
 			msg: "You've hit your session limit", reset: time.Now().Add(2 * time.Hour).Truncate(time.Second), env: []string{"RUNR_RESUME_MAX_WAIT=1m"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -83,7 +83,7 @@ func TestCtrlCSaysWhatHappensNext(t *testing.T) {
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 	waitErr("Ctrl+C again stops it now")
 	first := stderr()
-	assert.Contains(t, first, "runr: Ctrl+C: stopping the run; the agent's process group is asked to stop and gets 5m0s (agent.kill_grace) to exit; Ctrl+C again stops it now\n")
+	assert.Contains(t, first, "runr: Ctrl+C: stopping the run; the agent's process group is asked to stop and gets 5m (agent.kill_grace) to exit; Ctrl+C again stops it now\n")
 	// The agent got SIGTERM and ignores it: runr is waiting out the grace.
 	testenv.WaitFor(t, "the agent to ignore its SIGTERM", func() bool {
 		return testenv.FileCount(ready, "FAKEAGENT TERM IGNORED") >= 1 || exited()

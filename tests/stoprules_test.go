@@ -232,8 +232,8 @@ func TestStopRulesConditionsAfterEachTick(t *testing.T) {
 		"budget.max_ticks", "budget.time"} {
 		assert.Contains(t, conds, name)
 	}
-	assert.Equal(t, "1 ticks (limit 200)", conds["budget.max_ticks"])
-	assert.Equal(t, "1 attempts in all (limit 50)", conds["circuit_breaker"])
+	assert.Equal(t, "1 tick (limit 200)", conds["budget.max_ticks"])
+	assert.Equal(t, "1 attempt in all (limit 50)", conds["circuit_breaker"])
 
 	// While tick 3 runs, it holds the evaluation after tick 2.
 	require.NoError(t, os.WriteFile(gate2, nil, 0o644))

@@ -96,7 +96,7 @@ func TestWatchInATerminal(t *testing.T) {
 
 	// Both live runs, newest first and selected, each with its closest rule.
 	screen := tm.waitScreen(t, "both live runs", "runr watch · 2 live", "> watch-keep  running  milestone 1/1  implement",
-		"  watch-stop  running  milestone 1/1  implement", "closest  budget.max_ticks 25% · 1 ticks (limit 4)")
+		"  watch-stop  running  milestone 1/1  implement", "closest  budget.max_ticks 25% · 1 tick (limit 4)")
 	assert.Contains(t, screen, "goal     stop me")
 	assert.Contains(t, screen, "activity agent started (fakeagent)")
 	for _, l := range strings.Split(screen, "\n") {

@@ -164,9 +164,9 @@ func (r planRows) task(plan *supervisor.Plan, cfg *config.Config, repo, taskFile
 		r.row("config", "no runr.yaml: defaults, RUNR_* variables and flags")
 	}
 	if taskFile != "" {
-		r.row("task", "%s: %s", shownPath(repoPath(repo, taskFile)), plural(len(plan.Milestones), "milestone"))
+		r.row("task", "%s: %s", shownPath(repoPath(repo, taskFile)), stopreasons.Plural(len(plan.Milestones), "milestone"))
 	} else {
-		r.row("task", "--prompt text: %s", plural(len(plan.Milestones), "milestone"))
+		r.row("task", "--prompt text: %s", stopreasons.Plural(len(plan.Milestones), "milestone"))
 	}
 	for i, g := range plan.Milestones {
 		fmt.Fprintf(r.w, "  %-11s %d. %s\n", "", i+1, termtext.VisibleLine(g))

@@ -174,8 +174,8 @@ func githubSummary(st *state.State, rep *report.Report) string {
 	line("| stop reason | `%s`: %s (exit code %d) |", mdCode(string(r.Code)), mdText(title), r.ExitCode)
 	line("| milestones | %d approved of %d |", s.Approved, s.TotalMilestones)
 	line("| cost | $%.2f |", st.Usage.CostUSD)
-	line("| elapsed | %s · %s · %s |", (time.Duration(st.ElapsedMS) * time.Millisecond).Round(time.Second),
-		plural(st.Tick, "tick"), plural(st.Iteration, "iteration"))
+	line("| elapsed | %s · %s · %s |", stopreasons.Duration(time.Duration(st.ElapsedMS)*time.Millisecond),
+		stopreasons.Plural(st.Tick, "tick"), stopreasons.Plural(st.Iteration, "iteration"))
 	if st.Branch != "" {
 		line("| branch | `%s` |", mdCode(st.Branch))
 	}
@@ -193,7 +193,7 @@ func githubSummary(st *state.State, rep *report.Report) string {
 			if m.Status == state.MilestoneApproved {
 				box = "x"
 			}
-			line("- [%s] %s (%s, %s)", box, mdText(m.Goal), mdText(m.Status), plural(m.Attempts, "attempt"))
+			line("- [%s] %s (%s, %s)", box, mdText(m.Goal), mdText(m.Status), stopreasons.Plural(m.Attempts, "attempt"))
 		}
 	}
 	if rep != nil && len(rep.NextActions) > 0 {

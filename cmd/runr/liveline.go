@@ -11,6 +11,7 @@ import (
 	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/resume"
 	"github.com/runr-dev/runr/internal/state"
+	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/supervisor"
 	"github.com/runr-dev/runr/internal/termtext"
 )
@@ -294,7 +295,7 @@ func (l *liveLine) drawWorkers() {
 	l.fresh = false
 	l.actMu.Unlock()
 	lines := []string{fmt.Sprintf("run %s · %d worker(s) at work · %s", termtext.VisibleLine(l.last.RunID), len(keys),
-		time.Since(l.since).Round(time.Second))}
+		stopreasons.Duration(time.Since(l.since)))}
 	for _, k := range keys {
 		w := l.workers[k]
 		p := w.p
@@ -367,9 +368,9 @@ func (l *liveLine) text(p supervisor.Progress) string {
 		if !w.ResetAt.IsZero() {
 			// A wait for a limit's reset: the message says which limit
 			// resets when; the countdown runs to the end of the wait.
-			return fmt.Sprintf("%s (in %s); resuming then", termtext.VisibleLine(w.Message), resume.Countdown(left))
+			return fmt.Sprintf("%s (in %s); resuming then", termtext.VisibleLine(w.Message), stopreasons.Duration(left))
 		}
-		return fmt.Sprintf("auto-resume in %s · %s", left.Round(time.Second), termtext.VisibleLine(w.Message))
+		return fmt.Sprintf("auto-resume in %s · %s", stopreasons.Duration(left), termtext.VisibleLine(w.Message))
 	}
 	parts := []string{
 		fmt.Sprintf("tick %d", p.Tick),
@@ -379,9 +380,9 @@ func (l *liveLine) text(p supervisor.Progress) string {
 	if p.Worker > 0 {
 		parts = append([]string{fmt.Sprintf("worker %d", p.Worker)}, parts...)
 	}
-	el := p.Elapsed.Round(time.Second).String()
+	el := stopreasons.Duration(p.Elapsed)
 	if p.Budget > 0 {
-		el += "/" + p.Budget.String()
+		el += "/" + stopreasons.Duration(p.Budget)
 	}
 	parts = append(parts, el)
 	if p.CostUSD > 0 {
@@ -400,9 +401,9 @@ func tickLine(p supervisor.Progress, d supervisor.ProgressTickDone) string {
 	outcome := termtext.VisibleLine(d.Outcome)
 	if d.Verify != "" {
 		if strings.HasPrefix(d.Outcome, "verify ") {
-			outcome += " in " + roundDuration(d.VerifyTime)
+			outcome += " in " + stopreasons.Took(d.VerifyTime)
 		} else {
-			outcome += fmt.Sprintf(" (verify %s in %s)", termtext.VisibleLine(d.Verify), roundDuration(d.VerifyTime))
+			outcome += fmt.Sprintf(" (verify %s in %s)", termtext.VisibleLine(d.Verify), stopreasons.Took(d.VerifyTime))
 		}
 	}
 	parts := []string{
@@ -422,14 +423,6 @@ func tickLine(p supervisor.Progress, d supervisor.ProgressTickDone) string {
 		parts = append(parts, fmt.Sprintf("closest: %s %.0f%%", termtext.VisibleLine(c.Name), c.Progress*100))
 	}
 	return strings.Join(parts, " · ")
-}
-
-// roundDuration is a duration for a person: milliseconds under a second.
-func roundDuration(d time.Duration) string {
-	if d < time.Second {
-		return d.Round(time.Millisecond).String()
-	}
-	return d.Round(100 * time.Millisecond).String()
 }
 
 // activityText is one thing the agent did, on one line.

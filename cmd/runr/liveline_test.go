@@ -67,7 +67,7 @@ func TestLiveLineResetCountdown(t *testing.T) {
 	l.declined(nil, resume.Decision{Why: "the agent hit a spend cap"})
 	l.done()
 	out := errOut.String()
-	assert.Regexp(t, `^runr: auto-resume 1 of 3: rate limit \(usage_window\) resets at 01:21 \(in 2m 1[45]s\); resuming then\n`, out)
+	assert.Regexp(t, `^runr: auto-resume 1 of 3: rate limit \(usage_window\) resets at 01:21 \(in 2m1[45]s\); resuming then\n`, out)
 	assert.Equal(t, 1, strings.Count(out, "resuming then"), "one line when the wait starts")
 	assert.Contains(t, out, "runr: not auto-resuming: the agent hit a spend cap\n")
 	assert.NotContains(t, out, "\x1b")
@@ -77,7 +77,7 @@ func TestLiveLineResetCountdown(t *testing.T) {
 	lt := &liveLine{io: &IOStreams{Err: &tty, ErrTTY: true}, stopc: make(chan struct{})}
 	lt.update(p)
 	assert.Contains(t, tty.String(), "\r\x1b[K")
-	assert.Contains(t, tty.String(), "resets at 01:21 (in 2m 1")
+	assert.Contains(t, tty.String(), "resets at 01:21 (in 2m1")
 }
 
 // A parallel run on a terminal: the run's line and one line per worker at

@@ -42,8 +42,8 @@ func printSummary(io *IOStreams, store *state.Store, st *state.State, cfg *confi
 		fmt.Fprintf(w, "  files: %s\n", stopreasons.ShowPaths(rep.Evidence.Files))
 	}
 	s := st.Statistics
-	fmt.Fprintf(w, "  %s approved of %d · %s · %s · elapsed %s", plural(s.Approved, "milestone"), s.TotalMilestones,
-		plural(st.Tick, "tick"), plural(st.Iteration, "iteration"), (time.Duration(st.ElapsedMS) * time.Millisecond).Round(time.Second))
+	fmt.Fprintf(w, "  %s approved of %d · %s · %s · elapsed %s", stopreasons.Plural(s.Approved, "milestone"), s.TotalMilestones,
+		stopreasons.Plural(st.Tick, "tick"), stopreasons.Plural(st.Iteration, "iteration"), stopreasons.Duration(time.Duration(st.ElapsedMS)*time.Millisecond))
 	if st.Usage.CostUSD > 0 {
 		fmt.Fprintf(w, " · $%.2f", st.Usage.CostUSD)
 	}
@@ -114,7 +114,7 @@ func printUncommitted(io *IOStreams, st *state.State, cfg *config.Config) {
 		return
 	}
 	w := io.Out
-	fmt.Fprintf(w, "  the changes (%s) are left uncommitted in %s (checkpoint.commit is off); review and commit them:\n", plural(n, "file"), shownPath(dir))
+	fmt.Fprintf(w, "  the changes (%s) are left uncommitted in %s (checkpoint.commit is off); review and commit them:\n", stopreasons.Plural(n, "file"), shownPath(dir))
 	fmt.Fprintf(w, "  $ %s\n", commitCommand(dir))
 }
 

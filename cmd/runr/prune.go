@@ -178,7 +178,7 @@ func pruneRun(opts *PruneOptions) error {
 		return err
 	}
 	if failed > 0 {
-		return stopreasons.Errorf(stopreasons.EnvironmentInvalid, "%s could not be removed (see above); fix what is named and run runr prune again", plural(failed, "run"))
+		return stopreasons.Errorf(stopreasons.EnvironmentInvalid, "%s could not be removed (see above); fix what is named and run runr prune again", stopreasons.Plural(failed, "run"))
 	}
 	return nil
 }
@@ -368,9 +368,9 @@ func printPrune(opts *PruneOptions, results []pruneResult, removed, kept, failed
 		}
 		fmt.Fprintln(w, line)
 	}
-	total := fmt.Sprintf("Removed %s, kept %d", plural(removed, "run"), kept)
+	total := fmt.Sprintf("Removed %s, kept %d", stopreasons.Plural(removed, "run"), kept)
 	if opts.DryRun {
-		total = fmt.Sprintf("Would remove %s, keep %d (--dry-run: nothing was removed)", plural(removed, "run"), kept)
+		total = fmt.Sprintf("Would remove %s, keep %d (--dry-run: nothing was removed)", stopreasons.Plural(removed, "run"), kept)
 	}
 	if failed > 0 {
 		total += fmt.Sprintf(", %d failed", failed)

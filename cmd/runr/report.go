@@ -223,7 +223,7 @@ func humanRow(r state.ReportRow) []string {
 	return []string{termtext.VisibleLine(r.Key), strconv.Itoa(r.Runs), share,
 		fmt.Sprintf("%d/%d", r.MilestonesApproved, r.MilestonesTotal), strconv.Itoa(r.Calls),
 		reportCount(r.InputTokens), reportCount(r.CacheReadTokens), reportCount(r.CacheWriteTokens), reportCount(r.OutputTokens),
-		cost, per, (time.Duration(r.ElapsedMS) * time.Millisecond).Round(time.Second).String(),
+		cost, per, stopreasons.Duration(time.Duration(r.ElapsedMS) * time.Millisecond),
 		termtext.VisibleLine(strings.Join(r.StopReasonList(), ", "))}
 }
 

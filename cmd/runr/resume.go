@@ -6,7 +6,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -217,19 +216,19 @@ func showPlan(io *IOStreams, plan *resume.Plan, opts *ResumeOptions) error {
 	fmt.Fprintf(w, "  continue at milestone %d/%d%s, phase %s\n", from.Milestone, len(st.Milestones), goal, from.Phase)
 	var left []string
 	if rem.Time != nil {
-		left = append(left, rem.Time.Round(time.Second).String()+" of time")
+		left = append(left, stopreasons.Duration(*rem.Time)+" of time")
 	}
 	if rem.Ticks != nil {
-		left = append(left, plural(*rem.Ticks, "tick"))
+		left = append(left, stopreasons.Plural(*rem.Ticks, "tick"))
 	}
 	if rem.Iterations != nil {
-		left = append(left, plural(*rem.Iterations, "iteration"))
+		left = append(left, stopreasons.Plural(*rem.Iterations, "iteration"))
 	}
 	if rem.CostUSD != nil {
 		left = append(left, fmt.Sprintf("$%.2f", *rem.CostUSD))
 	}
 	if rem.Tokens != nil {
-		left = append(left, plural(int(*rem.Tokens), "token"))
+		left = append(left, stopreasons.Plural(int(*rem.Tokens), "token"))
 	}
 	if len(left) == 0 {
 		left = append(left, "no limit")

@@ -19,7 +19,7 @@ func signalNotice(live *liveLine, grace time.Duration) func(os.Signal) {
 	stopping, killing := false, false
 	within := "agent.kill_grace"
 	if grace > 0 {
-		within = grace.String() + " (agent.kill_grace)"
+		within = stopreasons.TrimDuration(grace) + " (agent.kill_grace)"
 	}
 	return func(sig os.Signal) {
 		mu.Lock()

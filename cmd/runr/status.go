@@ -219,7 +219,7 @@ func statusRun(opts *StatusOptions) error {
 			started = v.CreatedAt.Local().Format("2006-01-02 15:04")
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\t%s\n", v.RunID, reason, exit, v.Tick, v.Approved, v.Milestones,
-			(time.Duration(v.ElapsedMS) * time.Millisecond).Round(time.Second), started, statusPaint(p, termtext.VisibleLine(v.Status)))
+			stopreasons.Duration(time.Duration(v.ElapsedMS)*time.Millisecond), started, statusPaint(p, termtext.VisibleLine(v.Status)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -307,7 +307,7 @@ func statusOne(opts *StatusOptions, store *state.Store) error {
 	}
 	budget := time.Duration(st.Budget.TimeMS) * time.Millisecond
 	fmt.Fprintf(w, "  phase    %s · tick %d · iteration %d · elapsed %s of %s\n", st.Phase, st.Tick, st.Iteration,
-		(time.Duration(v.ElapsedMS) * time.Millisecond).Round(time.Second), budget)
+		stopreasons.Duration(time.Duration(v.ElapsedMS)*time.Millisecond), stopreasons.Duration(budget))
 	if st.Usage.CostUSD > 0 || st.Usage.InputTokens > 0 {
 		fmt.Fprintf(w, "  usage    $%.2f · %d input / %d output tokens\n", st.Usage.CostUSD, st.Usage.InputTokens, st.Usage.OutputTokens)
 	}
@@ -318,7 +318,7 @@ func statusOne(opts *StatusOptions, store *state.Store) error {
 		if i == st.MilestoneIndex && v.Reason == "" {
 			marker = ">"
 		}
-		fmt.Fprintf(w, "  %s %d. [%s] %s (%s)\n", marker, i+1, m.Status, termtext.VisibleLine(m.Goal), plural(m.AttemptCount(), "attempt"))
+		fmt.Fprintf(w, "  %s %d. [%s] %s (%s)\n", marker, i+1, m.Status, termtext.VisibleLine(m.Goal), stopreasons.Plural(m.AttemptCount(), "attempt"))
 	}
 	printWorkers(w, st)
 	if rules := stopRules(store, st, v); len(rules) > 0 {

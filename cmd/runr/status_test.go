@@ -142,7 +142,7 @@ func TestStatusListsAThousandRuns(t *testing.T) {
 			reason, exit = w.Reason, fmt.Sprint(*w.ExitCode)
 		}
 		assert.Equal(t, []string{w.RunID, reason, exit, fmt.Sprint(w.Tick), fmt.Sprintf("%d/%d", w.Approved, w.Milestones),
-			(time.Duration(w.ElapsedMS) * time.Millisecond).Round(time.Second).String()}, f[:6], "line %d", i+1)
+			stopreasons.Duration(time.Duration(w.ElapsedMS) * time.Millisecond)}, f[:6], "line %d", i+1)
 	}
 }
 

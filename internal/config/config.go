@@ -318,14 +318,7 @@ func nest(flat map[string]any) map[string]any {
 
 // FormatDuration writes a duration the way a person would: 30m, 1h30m, 5s.
 func FormatDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	return stopreasons.TrimDuration(d)
 }
 
 // Limits returns the budget as the stop rules take it.

@@ -17,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
@@ -323,11 +322,7 @@ func human(v any) string {
 
 // duration formats milliseconds the way a user writes them: 30m, 1h30m, 45s.
 func duration(ms int64) string {
-	d := (time.Duration(ms) * time.Millisecond).Round(time.Second)
-	if d == 0 {
-		return "0s"
-	}
-	return config.FormatDuration(d)
+	return stopreasons.Duration(time.Duration(ms) * time.Millisecond)
 }
 
 func usd(v float64) string { return fmt.Sprintf("$%.2f", v) }

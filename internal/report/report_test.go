@@ -423,7 +423,7 @@ func TestDiagnoseFigures(t *testing.T) {
 			diagnosis: []string{"3 times in a row (limit 3)", "go build ./...", "go-build:undefined-CartTotal"},
 			actions:   []string{"runr resume " + runID}},
 		{name: "guard names the files", run: "guard_violation", code: stopreasons.GuardViolation, terminal: stopreasons.AbortedConstraint, exit: 2,
-			diagnosis:  []string{"2 file(s)", "deploy/prod.yaml"},
+			diagnosis:  []string{"2 files", "deploy/prod.yaml"},
 			shellFiles: "-- deploy/prod.yaml 'internal/secret/key file.go'"},
 		{name: "rate limit says when it resets", run: "worker_rate_limited", code: stopreasons.WorkerRateLimited, terminal: stopreasons.AbortedError, exit: 33,
 			diagnosis: []string{"resets at 2026-11-22T03:00:00Z"},

@@ -10,8 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/runr-dev/runr/internal/state"
+	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/termtext"
 )
 
@@ -82,7 +84,7 @@ func (t *Transcript) Event(ev state.Event) {
 		if d.TaskFile != "" {
 			src = d.TaskFile
 		}
-		t.printf("run started · task %s · %s\n", line(src), plural(d.Milestones, "milestone"))
+		t.printf("run started · task %s · %s\n", line(src), stopreasons.Plural(d.Milestones, "milestone"))
 	case state.RunResumedEvent:
 		t.milestone = max(d.Milestone, 1)
 		t.printf("run resumed at milestone %d, %s\n", t.milestone, line(d.Phase))
@@ -137,7 +139,7 @@ func (t *Transcript) Event(ev state.Event) {
 		t.printf("  milestone %d approved\n", d.Milestone)
 	case state.MilestoneFailedEvent:
 		t.writeHeader(ev)
-		t.printf("  milestone %d failed after %s\n", d.Milestone, plural(d.Retries, "retry"))
+		t.printf("  milestone %d failed after %s\n", d.Milestone, stopreasons.Plural(d.Retries, "retry"))
 	case state.CheckpointCommitEvent:
 		t.writeHeader(ev)
 		t.printf("  commit %s\n", line(short(d.SHA)))
@@ -285,12 +287,9 @@ func (t *Transcript) tickEnd(d state.TickEvent) {
 	t.printf("  %s\n", strings.Join(parts, " · "))
 }
 
-// shortDuration is a duration for a person, in milliseconds under a second.
+// shortDuration is how long a step took, for a person.
 func shortDuration(ms int64) string {
-	if ms < 1000 {
-		return strconv.FormatInt(max(ms, 0), 10) + "ms"
-	}
-	return duration(ms)
+	return stopreasons.Took(time.Duration(ms) * time.Millisecond)
 }
 
 // line makes text from a file safe on one line of a terminal.
@@ -301,16 +300,6 @@ func short(sha string) string {
 		return sha[:12]
 	}
 	return sha
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	if strings.HasSuffix(word, "y") {
-		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(word, "y"))
-	}
-	return fmt.Sprintf("%d %ss", n, word)
 }
 
 // who names a worker of a parallel run and the milestone it has.

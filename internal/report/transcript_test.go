@@ -80,16 +80,16 @@ tick 1 · milestone 1/2 "one" · implement
   > Edit a_test.go
   ! Bash failed: exit 1\x1b[2J
   " done
-  agent exited 0 after 3s
+  agent exited 0 after 2.5s
   next: verify · agent done · files +1 ~2 -0 · $0.42 · closest rule: noop 50%
 
 tick 2 · milestone 1/2 "one" · verify
-  verify exited 1 after 1s, timed out, idle too long, stopped
+  verify exited 1 after 1.2s, timed out, idle too long, stopped
   | ok a
   | FAIL TestX
   | \x1b[31mred\x1b[0m
   attempt failed (error go test: TestX)
-  next: implement · verify failed in 1s · $0.42
+  next: implement · verify failed in 1.2s · $0.42
 
 tick 3 · milestone 1/2 "one" · implement
   guard scope: vendor/a.go, vendor/b.go
@@ -117,12 +117,12 @@ stop: complete (exit 0): all milestones approved
 `},
 		{2, `
 tick 2 · milestone 1/2 "one" · verify
-  verify exited 1 after 1s, timed out, idle too long, stopped
+  verify exited 1 after 1.2s, timed out, idle too long, stopped
   | ok a
   | FAIL TestX
   | \x1b[31mred\x1b[0m
   attempt failed (error go test: TestX)
-  next: implement · verify failed in 1s · $0.42
+  next: implement · verify failed in 1.2s · $0.42
 `},
 		{4, `
 tick 4 · milestone 2/2 "two\\nlines" · implement
@@ -171,7 +171,7 @@ func TestTranscriptShowsPlainTextOutput(t *testing.T) {
 {"seq":2,"ts":"2026-11-21T23:00:19Z","type":"process_ended","tick":2,"phase":"implement","data":{"exit_code":1,"duration_ms":5,"plain_text":true}}
 {"seq":3,"ts":"2026-11-21T23:00:20Z","type":"process_ended","tick":3,"phase":"implement","data":{"exit_code":0,"duration_ms":5}}
 `), 0o644))
-	st := &state.State{Milestones: []state.Milestone{{Goal: "one"}}}
+	st := &state.State{RunID: "r1", Milestones: []state.Milestone{{Goal: "one"}}}
 	var b strings.Builder
 	tr := NewTranscript(&b, st, dir, 0)
 	require.NoError(t, state.ScanTimeline(path, func(ev state.Event) error {
@@ -186,7 +186,7 @@ tick 1 · milestone 1/1 "one" · implement
 
 tick 2 · milestone 1/1 "one" · implement
   agent exited 1 after 5ms
-  | … earlier output not shown: runr logs ` + filepath.Base(dir) + ` --tick 2 --raw
+  | … earlier output not shown: runr logs r1 --tick 2 --raw
 `
 	for i := 9981; i <= 10000; i++ {
 		want += "  | line " + strconv.Itoa(i) + "\n"

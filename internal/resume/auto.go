@@ -108,7 +108,7 @@ func Decide(st *state.State, p config.Resume, done int, now time.Time, jitter fu
 			if p.MaxWait > 0 && wait > p.MaxWait {
 				return Decision{Action: ActionGiveUp, GiveUp: GiveUpBeyondMaxWait, ResetAt: reset, LimitKind: d.LimitKind,
 					Why: fmt.Sprintf("the %s resets at %s, in %s: beyond resume.max_wait (%s), so runr does not wait for it",
-						limitName(d.LimitKind), reset.UTC().Format(time.RFC3339), Countdown(wait), p.MaxWait)}
+						limitName(d.LimitKind), reset.UTC().Format(time.RFC3339), stopreasons.Duration(wait), stopreasons.TrimDuration(p.MaxWait))}
 			}
 			if jitter != nil && wait > 0 {
 				d.Jitter = jitter(min(time.Duration(float64(wait)*jitterShare), maxJitter))
@@ -175,19 +175,6 @@ func Jitter(seed uint64) func(limit time.Duration) time.Duration {
 		}
 		return time.Duration(r.Int64N(int64(limit) + 1))
 	}
-}
-
-// Countdown is a duration for a countdown: "2m 14s", "1h 05m", "9s".
-func Countdown(d time.Duration) string {
-	d = max(d, 0).Round(time.Second)
-	h, m, s := int(d/time.Hour), int(d%time.Hour/time.Minute), int(d%time.Minute/time.Second)
-	switch {
-	case h > 0:
-		return fmt.Sprintf("%dh %02dm", h, m)
-	case m > 0:
-		return fmt.Sprintf("%dm %02ds", m, s)
-	}
-	return fmt.Sprintf("%ds", s)
 }
 
 // NextWait decides whether a run that stopped as st may be continued

@@ -2,7 +2,6 @@ package resume
 
 import (
 	"os"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -59,7 +58,7 @@ func TestDecide(t *testing.T) {
 		{name: "wait and jitter never pass max_wait", st: limit("usage_window", "2026-01-01T12:59:50Z"), jitter: full,
 			action: ActionWait, wait: time.Hour, jit: 10 * time.Second, reset: true},
 		{name: "a reset beyond max_wait is not waited for", st: limit("usage_window", "2026-01-01T20:00:00Z"),
-			action: ActionGiveUp, giveUp: GiveUpBeyondMaxWait, reset: true, whyHas: "beyond resume.max_wait (1h0m0s)"},
+			action: ActionGiveUp, giveUp: GiveUpBeyondMaxWait, reset: true, whyHas: "beyond resume.max_wait (1h)"},
 		{name: "a spend cap with no reset is not waited for", st: limit("spend_cap", ""),
 			action: ActionGiveUp, giveUp: GiveUpSpendCap, whyHas: "spend cap"},
 		{name: "a spend cap with a reset is waited for", st: limit("spend_cap", "2026-01-01T12:05:00Z"),
@@ -119,14 +118,4 @@ func TestJitterIsSeededAndBounded(t *testing.T) {
 	assert.True(t, differ, "another seed gives other jitters")
 	assert.Equal(t, time.Duration(0), a(0))
 	_ = same
-}
-
-func TestCountdown(t *testing.T) {
-	for d, want := range map[time.Duration]string{
-		0: "0s", 9*time.Second + 400*time.Millisecond: "9s", 2*time.Minute + 14*time.Second: "2m 14s",
-		time.Hour + 5*time.Minute + 59*time.Second: "1h 05m", -time.Second: "0s",
-	} {
-		assert.Equal(t, want, Countdown(d), d.String())
-	}
-	assert.False(t, strings.Contains(Countdown(90*time.Minute), "-"))
 }

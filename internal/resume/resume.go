@@ -433,19 +433,10 @@ func abbrev(sha string) string {
 }
 
 // short writes a duration as a person types it: 30m, 1h30m, 90s.
-func short(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
-}
+func short(d time.Duration) string { return stopreasons.TrimDuration(d) }
 
 func msText(ms int64) string {
-	return short((time.Duration(ms) * time.Millisecond).Round(time.Second))
+	return stopreasons.Duration(time.Duration(ms) * time.Millisecond)
 }
 
 func money(f float64) string {

@@ -263,7 +263,7 @@ func firstSentence(err error) string {
 func FormatAge(d time.Duration) string {
 	const day = 24 * time.Hour
 	if d < day {
-		return d.Round(time.Second).String()
+		return stopreasons.Duration(d)
 	}
 	days := d / day
 	hours := (d % day).Round(time.Hour) / time.Hour

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
 // Condition is one custom stop condition of `stop.success`, `stop.failure` or
@@ -55,11 +57,12 @@ const (
 var TypeNoProgress = NoProgress.Key
 
 // countResult judges a count that fires when it reaches its threshold.
-func countResult(value, threshold int, what string) Result {
+// one and many are what it counts, for a count of one and of any other.
+func countResult(value, threshold int, one, many string) Result {
 	return Result{
 		Met:      value >= threshold,
 		Progress: fraction(float64(value), float64(threshold)),
-		Message:  fmt.Sprintf("%d %s (limit %d)", value, what, threshold),
+		Message:  fmt.Sprintf("%s (limit %d)", stopreasons.Count(value, one, many), threshold),
 	}
 }
 
@@ -92,7 +95,7 @@ type maxIterations struct{ count int }
 
 func (maxIterations) Type() string { return TypeMaxIterations }
 func (c maxIterations) Evaluate(s *Snapshot) Result {
-	return countResult(s.Iteration, c.count, "iterations")
+	return countResult(s.Iteration, c.count, "iteration", "iterations")
 }
 
 type maxDuration struct{ d time.Duration }
@@ -102,7 +105,7 @@ func (c maxDuration) Evaluate(s *Snapshot) Result {
 	return Result{
 		Met:      s.Elapsed >= c.d,
 		Progress: fraction(float64(s.Elapsed), float64(c.d)),
-		Message:  fmt.Sprintf("%s elapsed (limit %s)", s.Elapsed.Round(time.Second), c.d),
+		Message:  fmt.Sprintf("%s elapsed (limit %s)", stopreasons.Duration(s.Elapsed), stopreasons.Duration(c.d)),
 	}
 }
 
@@ -110,7 +113,7 @@ type testFailureStreak struct{ count int }
 
 func (testFailureStreak) Type() string { return TypeTestFailureStreak }
 func (c testFailureStreak) Evaluate(s *Snapshot) Result {
-	return countResult(s.TestFailStreak, c.count, "failed verify runs in a row")
+	return countResult(s.TestFailStreak, c.count, "failed verify run in a row", "failed verify runs in a row")
 }
 
 type allTestsPass struct{}
@@ -165,7 +168,7 @@ type noProgress struct{ iterations int }
 
 func (noProgress) Type() string { return TypeNoProgress }
 func (c noProgress) Evaluate(s *Snapshot) Result {
-	return countResult(s.NoProgress, c.iterations, "iterations without progress")
+	return countResult(s.NoProgress, c.iterations, "iteration without progress", "iterations without progress")
 }
 
 type fileCreated struct{ path string }

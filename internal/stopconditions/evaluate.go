@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"time"
 
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
@@ -49,7 +48,7 @@ func Evaluate(s *Snapshot, r Rules, l Limits) Verdict {
 
 	e.fire(RuleMilestones, stopreasons.Complete, Result{
 		Met:     allApproved(s),
-		Message: fmt.Sprintf("%d of %d milestones approved", s.Approved, s.TotalMilestones),
+		Message: fmt.Sprintf("%d of %s approved", s.Approved, stopreasons.Plural(s.TotalMilestones, "milestone")),
 	}, s.Approved, s.TotalMilestones)
 	e.custom("stop.success", r.Success, stopreasons.Complete, s)
 
@@ -80,22 +79,22 @@ func Evaluate(s *Snapshot, r Rules, l Limits) Verdict {
 		e.rule("budget.max_tokens", stopreasons.BudgetExceeded, res, s.Tokens, l.MaxTokens)
 	}
 	if l.MaxIterations > 0 {
-		res := countResult(s.Iteration, l.MaxIterations, "iterations")
+		res := countResult(s.Iteration, l.MaxIterations, "iteration", "iterations")
 		res.Met = res.Met && !s.Checking
 		e.rule("budget.max_iterations", stopreasons.MaxIterations, res, s.Iteration, l.MaxIterations)
 	}
 	if l.MaxTicks > 0 {
 		e.rule("budget.max_ticks", stopreasons.MaxTicks,
-			countResult(s.Tick, l.MaxTicks, "ticks"), s.Tick, l.MaxTicks)
+			countResult(s.Tick, l.MaxTicks, "tick", "ticks"), s.Tick, l.MaxTicks)
 	}
 	if l.Time > 0 {
-		elapsed := s.Elapsed.Round(time.Second)
+		elapsed := stopreasons.Duration(s.Elapsed)
 		res := Result{
 			Met:      s.Elapsed >= l.Time,
 			Progress: fraction(float64(s.Elapsed), float64(l.Time)),
-			Message:  fmt.Sprintf("%s elapsed (limit %s)", elapsed, l.Time),
+			Message:  fmt.Sprintf("%s elapsed (limit %s)", elapsed, stopreasons.Duration(l.Time)),
 		}
-		e.rule("budget.time", stopreasons.Timeout, res, elapsed.String(), l.Time.String())
+		e.rule("budget.time", stopreasons.Timeout, res, elapsed, stopreasons.Duration(l.Time))
 	}
 	return e.verdict
 }
@@ -177,7 +176,7 @@ func judgeCount(e *evaluation, b *Builtin, s *Snapshot, r Rules) {
 		return
 	}
 	n := b.Count(s)
-	e.rule(b.Key, b.Code, countResult(n, limit, b.label), n, limit)
+	e.rule(b.Key, b.Code, countResult(n, limit, b.one, b.label), n, limit)
 }
 
 // judgeRetries judges max_milestone_retries, which skip mode leaves to
@@ -193,7 +192,7 @@ func judgeRetries(e *evaluation, b *Builtin, s *Snapshot, r Rules) {
 	res := Result{
 		Met:      n > limit,
 		Progress: fraction(float64(n), float64(limit+1)),
-		Message:  fmt.Sprintf("Milestone %d: %d failed attempts (%s %d)", s.Milestone, n, b.Key, limit),
+		Message:  fmt.Sprintf("Milestone %d: %s (%s %d)", s.Milestone, stopreasons.Plural(n, "failed attempt"), b.Key, limit),
 	}
 	e.rule(b.Key, failCode(s), res, n, limit)
 }
@@ -204,8 +203,8 @@ func judgeFinishedFailed(e *evaluation, b *Builtin, s *Snapshot, _ Rules) {
 	if unapproved := s.Failed + s.Rejected; s.Finished && !allApproved(s) && unapproved > 0 {
 		e.fire(b.Key, failCode(s), Result{
 			Met: true,
-			Message: fmt.Sprintf("The run finished with %d of %d milestones failed or rejected",
-				unapproved, s.TotalMilestones),
+			Message: fmt.Sprintf("The run finished with %d of %s failed or rejected",
+				unapproved, stopreasons.Plural(s.TotalMilestones, "milestone")),
 		}, unapproved, nil)
 	}
 }
@@ -234,7 +233,7 @@ func judgeEdges(e *evaluation, b *Builtin, s *Snapshot, r Rules) {
 		Message:  fmt.Sprintf("No backward edge in milestone %d (limit %d)", s.Milestone, limit),
 	}
 	if edge != "" {
-		res.Message = fmt.Sprintf("Backward edge %s taken %d times in milestone %d (limit %d)", edge, n, s.Milestone, limit)
+		res.Message = fmt.Sprintf("Backward edge %s taken %s in milestone %d (limit %d)", edge, stopreasons.Plural(n, "time"), s.Milestone, limit)
 	}
 	e.rule(b.Key, b.Code, res, n, limit)
 }

@@ -163,7 +163,7 @@ func TestEvaluateBuiltinRules(t *testing.T) {
 			name:  "noop custom",
 			snap:  func(s *Snapshot) { s.Noop = 1 },
 			rules: func(r *Rules) { r.Noop = 1 },
-			want:  &Stop{Code: stopreasons.NoopStreak, Condition: "noop", Value: 1, Threshold: 1, Message: "1 agent calls in a row that changed nothing (limit 1)"},
+			want:  &Stop{Code: stopreasons.NoopStreak, Condition: "noop", Value: 1, Threshold: 1, Message: "1 agent call in a row that changed nothing (limit 1)"},
 		},
 		{name: "noop off", snap: func(s *Snapshot) { s.Noop = 30 }, rules: func(r *Rules) { r.Noop = 0 }},
 		{
@@ -220,7 +220,7 @@ func TestEvaluateBuiltinRules(t *testing.T) {
 		{
 			name: "time budget at default",
 			snap: func(s *Snapshot) { s.Elapsed = 30*time.Minute + 400*time.Millisecond },
-			want: &Stop{Code: stopreasons.Timeout, Condition: "budget.time", Value: "30m0s", Threshold: "30m0s", Message: "30m0s elapsed (limit 30m0s)"},
+			want: &Stop{Code: stopreasons.Timeout, Condition: "budget.time", Value: "30m", Threshold: "30m", Message: "30m elapsed (limit 30m)"},
 		},
 		{name: "time budget below", snap: func(s *Snapshot) { s.Elapsed = 29 * time.Minute }},
 		{name: "time budget off", snap: func(s *Snapshot) { s.Elapsed = 100 * time.Hour }, limits: func(l *Limits) { l.Time = 0 }},
@@ -381,12 +381,12 @@ func TestEvaluateProgress(t *testing.T) {
 		{"stop.success[0]", 0.5, "2 iterations (limit 4)"},
 		{"circuit_breaker", 0.1, "5 attempts in all (limit 50)"},
 		{"max_milestone_retries", 0.5, "Milestone 5: 2 failed attempts (max_milestone_retries 3)"},
-		{"max_review_rounds", 0.5, "1 review rounds (limit 2)"},
-		{"max_consecutive_fails", 1.0 / 3, "1 consecutive failed milestones (limit 3)"},
+		{"max_review_rounds", 0.5, "1 review round (limit 2)"},
+		{"max_consecutive_fails", 1.0 / 3, "1 consecutive failed milestone (limit 3)"},
 		{"max_reject_rate", 0.25 / 0.3, "Reject rate 25% (threshold 30%)"},
 		{"max_retry_rate", 1, "Retry rate 75% exceeds 50% threshold"},
 		{"same_error", 2.0 / 3, "2 failed attempts in a row with the same error (limit 3)"},
-		{"noop", 1.0 / 3, "1 agent calls in a row that changed nothing (limit 3)"},
+		{"noop", 1.0 / 3, "1 agent call in a row that changed nothing (limit 3)"},
 		{"no_progress", 0.4, "2 iterations without progress (limit 5)"},
 		{"max_edge", 0.5, "Backward edge verify->implement taken 5 times in milestone 5 (limit 10)"},
 		{"stop.failure[0]", 0, "never met"},
@@ -395,7 +395,7 @@ func TestEvaluateProgress(t *testing.T) {
 		{"budget.max_tokens", 0.1, "100 tokens (limit 1000)"},
 		{"budget.max_iterations", 0.2, "2 iterations (limit 10)"},
 		{"budget.max_ticks", 0.25, "25 ticks (limit 100)"},
-		{"budget.time", 0.5, "5m0s elapsed (limit 10m0s)"},
+		{"budget.time", 0.5, "5m elapsed (limit 10m)"},
 	}
 	require.Len(t, got.Progress, len(want))
 	for i, w := range want {

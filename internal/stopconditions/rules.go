@@ -104,6 +104,7 @@ type Builtin struct {
 	// judge evaluates the rule; nil for a setting, which fires nothing.
 	judge func(*evaluation, *Builtin, *Snapshot, Rules)
 	label string // what a count counts, or a rate's name, for its message
+	one   string // what a count of one counts
 }
 
 // The built-in rules.
@@ -131,7 +132,7 @@ var (
 		Scope: PerRun, AllWorkers: true, ResetOnResume: true, Counter: "consecutive_fails",
 		Count: func(s *Snapshot) int { return s.ConsecutiveFails },
 		field: func(r *Rules) any { return &r.MaxConsecutiveFails },
-		judge: judgeCount, label: "consecutive failed milestones",
+		judge: judgeCount, label: "consecutive failed milestones", one: "consecutive failed milestone",
 	}
 	MaxRetryRate = &Builtin{
 		Key: "max_retry_rate", Kind: KindRate, Default: 0.5, Zero: "off",
@@ -155,7 +156,7 @@ var (
 		Scope: PerRun, AllWorkers: true, Counter: "attempts",
 		Count: func(s *Snapshot) int { return s.Attempts },
 		field: func(r *Rules) any { return &r.CircuitBreaker },
-		judge: judgeCount, label: "attempts in all",
+		judge: judgeCount, label: "attempts in all", one: "attempt in all",
 	}
 	SameError = &Builtin{
 		Key: "same_error", Kind: KindCount, Default: 3, Zero: "off",
@@ -163,7 +164,7 @@ var (
 		Scope: PerRun, ResetOnResume: true, Counter: "same_error",
 		Count: func(s *Snapshot) int { return s.SameError },
 		field: func(r *Rules) any { return &r.SameError },
-		judge: judgeCount, label: "failed attempts in a row with the same error",
+		judge: judgeCount, label: "failed attempts in a row with the same error", one: "failed attempt in a row with the same error",
 	}
 	Noop = &Builtin{
 		Key: "noop", Kind: KindCount, Default: 3, Zero: "off",
@@ -171,7 +172,7 @@ var (
 		Scope: PerRun, ResetOnResume: true, Counter: "noop",
 		Count: func(s *Snapshot) int { return s.Noop },
 		field: func(r *Rules) any { return &r.Noop },
-		judge: judgeCount, label: "agent calls in a row that changed nothing",
+		judge: judgeCount, label: "agent calls in a row that changed nothing", one: "agent call in a row that changed nothing",
 	}
 	NoProgress = &Builtin{
 		Key: "no_progress", Kind: KindCount, Default: 5, Zero: "off",
@@ -179,7 +180,7 @@ var (
 		Scope: PerRun, ResetOnResume: true, Counter: "no_progress",
 		Count: func(s *Snapshot) int { return s.NoProgress },
 		field: func(r *Rules) any { return &r.NoProgress },
-		judge: judgeCount, label: "iterations without progress",
+		judge: judgeCount, label: "iterations without progress", one: "iteration without progress",
 	}
 	MaxEdge = &Builtin{
 		Key: "max_edge", Kind: KindCount, Default: 10, Zero: "off",
@@ -194,7 +195,7 @@ var (
 		Scope: PerMilestone, ResetOnResume: true, Counter: "review rounds",
 		Count: func(s *Snapshot) int { return s.ReviewRounds },
 		field: func(r *Rules) any { return &r.MaxReviewRounds },
-		judge: judgeReviewRounds, label: "review rounds",
+		judge: judgeReviewRounds, label: "review rounds", one: "review round",
 	}
 )
 

@@ -67,6 +67,9 @@ func TestBuiltinsAreConsistent(t *testing.T) {
 		if b.Kind == KindCount && b.Code != "" {
 			assert.NotEmpty(t, b.Zero, "%s: the plan says what 0 means", b.Key)
 		}
+		if b.Kind == KindCount && b.label != "" {
+			assert.NotEmpty(t, b.one, "%s: its message says what a count of one counts", b.Key)
+		}
 	}
 }
 

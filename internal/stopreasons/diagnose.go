@@ -36,6 +36,25 @@ var funcs = template.FuncMap{
 	"paths":     ShowPaths,
 	"hasPrefix": strings.HasPrefix,
 	"shellJoin": ShellJoin,
+	"plural":    plural,
+}
+
+// plural is n things for a template, n a number or a figure written as
+// text ("3"): "1 tick", "3 ticks". A figure that is not a whole number
+// counts as many.
+func plural(n any, noun string) string {
+	switch x := n.(type) {
+	case int:
+		return Plural(x, noun)
+	case string:
+		if i, err := strconv.Atoi(x); err == nil {
+			return Plural(i, noun)
+		}
+		_, many, _ := strings.Cut(Plural(2, noun), " ")
+		return x + " " + many
+	}
+	_, many, _ := strings.Cut(Plural(2, noun), " ")
+	return fmt.Sprint(n) + " " + many
 }
 
 // missing marks an empty field while rendering, so a next action that needs

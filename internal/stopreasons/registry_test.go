@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"text/template"
@@ -266,4 +267,17 @@ func TestRateLimitDiagnosisNamesTheKind(t *testing.T) {
 		r.Diagnose(Details{LimitKind: "usage_window", ResetAt: "2026-11-25T01:21:00Z"}))
 	assert.Contains(t, r.Diagnose(Details{LimitKind: "spend_cap"}), "spend cap")
 	assert.Contains(t, r.Diagnose(Details{LimitKind: "rate"}), "hit a rate limit")
+}
+
+// A diagnosis counts in the singular where a figure is one: "used its 1
+// tick", never "1 ticks" or "1 file(s)".
+func TestDiagnosesCountOneInTheSingular(t *testing.T) {
+	plural := regexp.MustCompile(`\b1 ([a-z]+ )?[a-z]+[^s]s\b|\d+ [a-z]+\(s\)`)
+	for _, r := range All() {
+		d := r.Diagnose(Details{RunID: "r1", Value: "1", Threshold: "1", Total: 1, Approved: 1, Files: []string{"a.go"}, Milestone: 1, Condition: "x"})
+		assert.False(t, plural.MatchString(d), "%s: %s", r.Code, d)
+	}
+	assert.Contains(t, MustLookup(MaxTicks).Diagnose(Details{Threshold: "1", Total: 3}), "used its 1 tick;")
+	assert.Contains(t, MustLookup(MaxTicks).Diagnose(Details{Threshold: "200", Total: 3}), "used its 200 ticks;")
+	assert.Contains(t, MustLookup(Complete).Diagnose(Details{Approved: 1, Total: 1}), "1 of 1 milestone approved")
 }

@@ -53,7 +53,7 @@ var table = []Reason{
 	{
 		Code: Complete, Title: "Run completed", Family: FamilySuccess, ExitCode: 0, Category: CategoryCompleted,
 		When:      "all milestones approved, or a success condition met",
-		Diagnosis: `The run completed: {{.Approved}} of {{.Total}} milestones approved{{if hasPrefix .Condition "stop.success"}}, and the success condition {{.Condition}} was met{{with .Message}} ({{.}}){{end}}{{end}}.`,
+		Diagnosis: `The run completed: {{.Approved}} of {{plural .Total "milestone"}} approved{{if hasPrefix .Condition "stop.success"}}, and the success condition {{.Condition}} was met{{with .Message}} ({{.}}){{end}}{{end}}.`,
 		NextActions: []string{
 			"review the changes the agent made before merging them",
 			"runr status {{.RunID}}",
@@ -62,7 +62,7 @@ var table = []Reason{
 	{
 		Code: GuardViolation, Title: "Change outside the allowed scope", Family: FamilyConstraint, ExitCode: 2, Category: CategoryGuardrail,
 		When:      "a changed file is outside scope.allow or inside scope.deny, or a file that existed at the start and matches scope.protect was modified, deleted or renamed",
-		Diagnosis: `{{if eq .Condition "protect"}}The agent modified, deleted or renamed {{len .Files}} protected file(s) that existed when the run started (scope.protect): {{paths .Files}}.{{else}}The agent changed {{len .Files}} file(s) outside its scope ({{.Condition}}): {{paths .Files}}.{{end}}`,
+		Diagnosis: `{{if eq .Condition "protect"}}The agent modified, deleted or renamed {{plural (len .Files) "protected file"}} that existed when the run started (scope.protect): {{paths .Files}}.{{else}}The agent changed {{plural (len .Files) "file"}} outside its scope ({{.Condition}}): {{paths .Files}}.{{end}}`,
 		NextActions: []string{
 			"{{if eq .Condition \"protect\"}}restore the protected files (the stash below), or remove their glob from scope.protect (--protect) in runr.yaml if the change is wanted{{else}}revert the out-of-scope changes, or widen scope.allow / narrow scope.deny in runr.yaml{{end}}",
 			"git stash push --include-untracked -- {{shellJoin .Stash}}",
@@ -81,7 +81,7 @@ var table = []Reason{
 	{
 		Code: DirtyWorktree, Title: "Uncommitted changes before the run", Family: FamilyConstraint, ExitCode: 4, Category: CategoryGuardrail,
 		When:      "uncommitted changes before the run, without --allow-dirty",
-		Diagnosis: `The checkout had {{len .Files}} uncommitted change(s) before the run started: {{paths .Files}}.`,
+		Diagnosis: `The checkout had {{plural (len .Files) "uncommitted change"}} before the run started: {{paths .Files}}.`,
 		NextActions: []string{
 			"commit or stash your changes, or run with --allow-dirty (or --worktree to leave this checkout alone); the stash below keeps the task and config files",
 			"git stash push --include-untracked -- {{shellJoin .Stash}}",
@@ -100,7 +100,7 @@ var table = []Reason{
 	{
 		Code: MergeConflict, Title: "A milestone failed to merge", Family: FamilyConstraint, ExitCode: 6, Category: CategoryGuardrail,
 		When:      "parallel runs: a milestone failed to merge (conflict, or verify failed on the merged tree) after parallel.max_requeues returns (§11)",
-		Diagnosis: `Milestone {{.Milestone}} ({{.MilestoneGoal}}) did not merge into the run's integration branch runr/{{.RunID}} from its branch runr/{{.RunID}}-m{{.Milestone}} after {{.Value}} return(s) to a worker (parallel.max_requeues {{.Threshold}}){{with .Files}}; conflicting files: {{paths .}}{{end}}{{with .Command}}; on the merged tree this check failed: {{.}}{{end}}.`,
+		Diagnosis: `Milestone {{.Milestone}} ({{.MilestoneGoal}}) did not merge into the run's integration branch runr/{{.RunID}} from its branch runr/{{.RunID}}-m{{.Milestone}} after {{plural .Value "return"}} to a worker (parallel.max_requeues {{.Threshold}}){{with .Files}}; conflicting files: {{paths .}}{{end}}{{with .Command}}; on the merged tree this check failed: {{.}}{{end}}.`,
 		NextActions: []string{
 			"compare the milestone's branch with the integration branch, resolve the conflict on the milestone's branch (or split the milestones so they touch different lines, or put them in separate ## groups), then resume: the merge is tried again",
 			"git diff runr/{{.RunID}}...runr/{{.RunID}}-m{{.Milestone}}",
@@ -111,7 +111,7 @@ var table = []Reason{
 	{
 		Code: VerificationFailed, Title: "Verification kept failing", Family: FamilyFailure, ExitCode: 10, Category: CategoryGuardrail,
 		When:      "a milestone used up its retries, last on a verify or review failure",
-		Diagnosis: `Milestone {{.Milestone}} ({{.MilestoneGoal}}) failed {{.Value}} attempt(s) (limit {{.Threshold}}){{with .Command}}; last failing check: {{.}}{{end}}.`,
+		Diagnosis: `Milestone {{.Milestone}} ({{.MilestoneGoal}}) failed {{plural .Value "attempt"}} (limit {{.Threshold}}){{with .Command}}; last failing check: {{.}}{{end}}.`,
 		NextActions: []string{
 			"read the failing output, fix the cause or clarify the milestone in the task, then resume with fresh retries",
 			"runr doctor {{.RunID}}",
@@ -130,7 +130,7 @@ var table = []Reason{
 	{
 		Code: ConsecutiveFails, Title: "Too many failed milestones in a row", Family: FamilyFailure, ExitCode: 12, Category: CategoryGuardrail,
 		When:      "max_consecutive_fails milestones failed in a row (skip mode)",
-		Diagnosis: `{{.Value}} milestones failed or were rejected in a row (limit {{.Threshold}}).`,
+		Diagnosis: `{{plural .Value "milestone"}} failed or were rejected in a row (limit {{.Threshold}}).`,
 		NextActions: []string{
 			"the task may be too hard or too vague for the agent; split it or clarify it",
 			"runr doctor {{.RunID}}",
@@ -168,7 +168,7 @@ var table = []Reason{
 	{
 		Code: ReviewLoopDetected, Title: "Review loop", Family: FamilyReview, ExitCode: 20, Category: CategoryGuardrail,
 		When:      "the review asked for the same changes twice in a row, or max_review_rounds rounds",
-		Diagnosis: `The review of milestone {{.Milestone}} went round {{.Value}} time(s) (limit {{.Threshold}}): {{.Message}}`,
+		Diagnosis: `The review of milestone {{.Milestone}} went round {{plural .Value "time"}} (limit {{.Threshold}}): {{.Message}}`,
 		NextActions: []string{
 			"the agent and the reviewer disagree; read the review notes and settle it in the task",
 			"runr doctor {{.RunID}}",
@@ -197,7 +197,7 @@ var table = []Reason{
 	{
 		Code: WorkerFailed, Title: "Agent kept failing", Family: FamilyWorker, ExitCode: 31, Category: CategoryError,
 		When:      "a milestone used up its retries, last on the agent's own failure",
-		Diagnosis: `The agent failed {{.Value}} attempt(s) at milestone {{.Milestone}} (limit {{.Threshold}}){{with .Message}}: {{.}}{{end}}.`,
+		Diagnosis: `The agent failed {{plural .Value "attempt"}} at milestone {{.Milestone}} (limit {{.Threshold}}){{with .Message}}: {{.}}{{end}}.`,
 		NextActions: []string{
 			"read the agent's log for the error; check its installation, model and credentials",
 			"runr doctor {{.RunID}}",
@@ -244,7 +244,7 @@ var table = []Reason{
 	{
 		Code: NoProgress, Title: "No progress", Family: FamilyStuck, ExitCode: 40, Category: CategoryGuardrail,
 		When:      "no_progress iterations in a row changed no file and improved no check",
-		Diagnosis: `{{.Value}} iterations in a row changed no file and improved no check (limit {{.Threshold}}).`,
+		Diagnosis: `{{plural .Value "iteration"}} in a row changed no file and improved no check (limit {{.Threshold}}).`,
 		NextActions: []string{
 			"the agent is going nowhere; clarify the milestone or give it what it lacks",
 			"runr doctor {{.RunID}}",
@@ -254,7 +254,7 @@ var table = []Reason{
 	{
 		Code: SameErrorRepeated, Title: "Same error again and again", Family: FamilyStuck, ExitCode: 41, Category: CategoryGuardrail,
 		When:      "the same error signature on same_error failed attempts in a row",
-		Diagnosis: `The same error came back {{.Value}} times in a row (limit {{.Threshold}}){{with .Command}} from {{.}}{{end}}{{with .Signature}} (signature {{.}}){{end}}.`,
+		Diagnosis: `The same error came back {{plural .Value "time"}} in a row (limit {{.Threshold}}){{with .Command}} from {{.}}{{end}}{{with .Signature}} (signature {{.}}){{end}}.`,
 		NextActions: []string{
 			"fix the cause of the repeated error (or tell the agent how in the task), then resume with fresh retries",
 			"runr doctor {{.RunID}}",
@@ -264,7 +264,7 @@ var table = []Reason{
 	{
 		Code: NoopStreak, Title: "Agent changed nothing", Family: FamilyStuck, ExitCode: 42, Category: CategoryGuardrail,
 		When:      "noop agent calls in a row changed nothing",
-		Diagnosis: `{{.Value}} agent calls in a row left the tree unchanged (limit {{.Threshold}}).`,
+		Diagnosis: `{{plural .Value "agent call"}} in a row left the tree unchanged (limit {{.Threshold}}).`,
 		NextActions: []string{
 			"check that the agent may write files (permissions, sandbox, working directory)",
 			"runr doctor {{.RunID}}",
@@ -274,7 +274,7 @@ var table = []Reason{
 	{
 		Code: PhaseLoop, Title: "Phase loop", Family: FamilyStuck, ExitCode: 43, Category: CategoryGuardrail,
 		When:      "max_edge backward edges (verify→implement, review→implement) in one milestone",
-		Diagnosis: `Milestone {{.Milestone}} went back {{.Value}} times on {{.Condition}} (limit {{.Threshold}}).`,
+		Diagnosis: `Milestone {{.Milestone}} went back {{plural .Value "time"}} on {{.Condition}} (limit {{.Threshold}}).`,
 		NextActions: []string{
 			"the milestone loops between phases; split it or clarify what done means",
 			"runr doctor {{.RunID}}",
@@ -284,7 +284,7 @@ var table = []Reason{
 	{
 		Code: Timeout, Title: "Time budget spent", Family: FamilyResourceLimit, ExitCode: 124, Category: CategoryGuardrail,
 		When:      "the time budget ran out",
-		Diagnosis: `The time budget of {{.Threshold}} ran out after {{.Value}}; {{.Approved}} of {{.Total}} milestones approved.`,
+		Diagnosis: `The time budget of {{.Threshold}} ran out after {{.Value}}; {{.Approved}} of {{plural .Total "milestone"}} approved.`,
 		NextActions: []string{
 			"grant more time to continue where the run stopped",
 			"runr resume {{.RunID}} --time {{.Grant}}",
@@ -293,7 +293,7 @@ var table = []Reason{
 	{
 		Code: MaxTicks, Title: "Tick budget spent", Family: FamilyResourceLimit, ExitCode: 125, Category: CategoryGuardrail,
 		When:      "max_ticks phase steps",
-		Diagnosis: `The run used its {{.Threshold}} ticks; {{.Approved}} of {{.Total}} milestones approved.`,
+		Diagnosis: `The run used its {{plural .Threshold "tick"}}; {{.Approved}} of {{plural .Total "milestone"}} approved.`,
 		NextActions: []string{
 			"grant more ticks to continue where the run stopped",
 			"runr resume {{.RunID}} --max-ticks {{.Grant}}",
@@ -320,7 +320,7 @@ var table = []Reason{
 	{
 		Code: MaxIterations, Title: "Iteration budget spent", Family: FamilyResourceLimit, ExitCode: 128, Category: CategoryGuardrail,
 		When:      "max_iterations agent calls",
-		Diagnosis: `The run made its {{.Threshold}} agent calls; {{.Approved}} of {{.Total}} milestones approved.`,
+		Diagnosis: `The run made its {{plural .Threshold "agent call"}}; {{.Approved}} of {{plural .Total "milestone"}} approved.`,
 		NextActions: []string{
 			"grant more iterations to continue where the run stopped",
 			"runr resume {{.RunID}} --max-iterations {{.Grant}}",
@@ -329,7 +329,7 @@ var table = []Reason{
 	{
 		Code: CircuitBreaker, Title: "Circuit breaker tripped", Family: FamilyResourceLimit, ExitCode: 129, Category: CategoryGuardrail,
 		When:      "circuit_breaker attempts in all, whatever their outcome",
-		Diagnosis: `The run made {{.Value}} attempts in all (circuit breaker {{.Threshold}}).`,
+		Diagnosis: `The run made {{plural .Value "attempt"}} in all (circuit breaker {{.Threshold}}).`,
 		NextActions: []string{
 			"that is far more attempts than the task should need; read the doctor report before going on",
 			"runr doctor {{.RunID}}",

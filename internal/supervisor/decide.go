@@ -155,11 +155,11 @@ func (d *Decision) implement(f Facts, run Run, r Rules) result {
 	}
 	switch {
 	case p.TimedOut:
-		return result{Event: Event{Outcome: AgentTimedOut}, stop: &stop{Stop: stopreasons.Stop{Condition: "agent.timeout", Value: p.Duration.Round(time.Second).String(),
-			Threshold: r.AgentTimeout.String(), Message: fmt.Sprintf("the agent call ran past agent.timeout (%s)", r.AgentTimeout)}}}
+		return result{Event: Event{Outcome: AgentTimedOut}, stop: &stop{Stop: stopreasons.Stop{Condition: "agent.timeout", Value: stopreasons.Duration(p.Duration),
+			Threshold: stopreasons.TrimDuration(r.AgentTimeout), Message: fmt.Sprintf("the agent call ran past agent.timeout (%s)", stopreasons.TrimDuration(r.AgentTimeout))}}}
 	case p.Idle:
-		return result{Event: Event{Outcome: AgentStalled}, stop: &stop{Stop: stopreasons.Stop{Condition: "agent.idle_timeout", Threshold: r.IdleTimeout.String(),
-			Message: fmt.Sprintf("the agent printed nothing for %s", r.IdleTimeout)}}}
+		return result{Event: Event{Outcome: AgentStalled}, stop: &stop{Stop: stopreasons.Stop{Condition: "agent.idle_timeout", Threshold: stopreasons.TrimDuration(r.IdleTimeout),
+			Message: fmt.Sprintf("the agent printed nothing for %s", stopreasons.TrimDuration(r.IdleTimeout))}}}
 	}
 	if g := f.Guard; g != nil {
 		if res, stopped := d.guards(g, run, r); stopped {
@@ -342,8 +342,8 @@ func (d *Decision) verify(f Facts, run Run, r Rules) result {
 			d.Verify = "timed out"
 			d.Failure = &state.Failure{Tick: run.Tick, Phase: state.PhaseVerify, Command: c.Command, ExitCode: p.ExitCode,
 				Tail: proc.Tail(p.Tail, feedbackLines), Log: f.Log}
-			return result{Event: Event{Outcome: VerifyTimedOut}, stop: &stop{Stop: stopreasons.Stop{Condition: "verify.timeout", Threshold: r.VerifyTimeout.String(),
-				Message: fmt.Sprintf("%q ran past verify.timeout (%s)", c.Command, r.VerifyTimeout), Details: &stopreasons.StopDetails{Command: c.Command}}}}
+			return result{Event: Event{Outcome: VerifyTimedOut}, stop: &stop{Stop: stopreasons.Stop{Condition: "verify.timeout", Threshold: stopreasons.TrimDuration(r.VerifyTimeout),
+				Message: fmt.Sprintf("%q ran past verify.timeout (%s)", c.Command, stopreasons.TrimDuration(r.VerifyTimeout)), Details: &stopreasons.StopDetails{Command: c.Command}}}}
 		}
 		passed := p.ExitCode == 0
 		if passed && !prev[c.Command] && hasCheck(run.Checks, c.Command) {
@@ -396,7 +396,7 @@ func (d *Decision) review(f Facts, run Run, r Rules) result {
 		why := fmt.Sprintf("the review exited %d", p.ExitCode)
 		switch {
 		case p.TimedOut:
-			why = fmt.Sprintf("the review ran past verify.timeout (%s)", r.VerifyTimeout)
+			why = fmt.Sprintf("the review ran past verify.timeout (%s)", stopreasons.TrimDuration(r.VerifyTimeout))
 		case p.Signal != "":
 			why = "the review was ended by a signal (" + p.Signal + ")"
 		}
@@ -450,8 +450,8 @@ func interruption(p proc.Result, at Reading, budget state.Budget) (result, bool)
 	}
 	limit := time.Duration(budget.TimeMS) * time.Millisecond
 	return result{Event: Event{Outcome: Interrupted, Code: stopreasons.Timeout}, stop: &stop{Stop: stopreasons.Stop{Condition: "budget.time",
-		Value: at.Elapsed.Round(time.Second).String(), Threshold: limit.String(),
-		Message: fmt.Sprintf("the time budget of %s ran out", limit)}}}, true
+		Value: stopreasons.Duration(at.Elapsed), Threshold: stopreasons.TrimDuration(limit),
+		Message: fmt.Sprintf("the time budget of %s ran out", stopreasons.TrimDuration(limit))}}}, true
 }
 
 // cuts reports whether a signal or the time budget cut process p short.

@@ -14,6 +14,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/termtext"
 )
 
@@ -499,18 +500,8 @@ func percent(f float64) string {
 
 func usd(v float64) string { return fmt.Sprintf("$%.2f", v) }
 
-// duration is a duration for a person: 45s, 12m05s, 1h02m.
-func duration(d time.Duration) string {
-	d = d.Round(time.Second)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	default:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	}
-}
+// duration is a duration for a person, as every view of a run writes it.
+func duration(d time.Duration) string { return stopreasons.Duration(d) }
 
 // painter colours text, or leaves it plain.
 type painter bool

@@ -182,7 +182,7 @@ func TestRulesOfARunInItsFirstTick(t *testing.T) {
 	for _, n := range []string{"circuit_breaker", "max_milestone_retries", "same_error", "noop", "no_progress", "max_edge", "budget.max_ticks", "budget.time"} {
 		assert.Contains(t, names, n)
 	}
-	assert.Equal(t, "30s elapsed (limit 1m0s)", names["budget.time"].Message)
+	assert.Equal(t, "30s elapsed (limit 1m)", names["budget.time"].Message)
 	c := closest(got)
 	require.NotNil(t, c)
 	assert.Equal(t, "budget.max_ticks", c.Name)
@@ -244,7 +244,7 @@ func TestViewAtWidths(t *testing.T) {
 	assert.Contains(t, v, "> "+liveID+"  running  milestone 2/3  implement  tick 5")
 	assert.Contains(t, v, `goal     make the tests pass \x1b]0;pwned\x07`, "control characters shown, not sent")
 	assert.Contains(t, v, "budget   time ")
-	assert.Contains(t, v, " / 30m00s · cost $1.25 / $5.00")
+	assert.Contains(t, v, " / 30m · cost $1.25 / $5.00")
 	assert.Contains(t, v, "closest  noop 67% · 2 agent calls in a row that changed nothing")
 	assert.Contains(t, v, `activity > Edit a_test.go\x1b[2J`)
 	assert.Contains(t, v, "  "+stoppedID+"  stopped  user_stopped (exit 130)  1/2 approved  1m15s")
@@ -434,7 +434,7 @@ func TestFigures(t *testing.T) {
 	for _, c := range []struct {
 		d    time.Duration
 		want string
-	}{{0, "0s"}, {42 * time.Second, "42s"}, {75 * time.Second, "1m15s"}, {30 * time.Minute, "30m00s"}, {62*time.Minute + 5*time.Second, "1h02m"}} {
+	}{{0, "0s"}, {42 * time.Second, "42s"}, {75 * time.Second, "1m15s"}, {30 * time.Minute, "30m"}, {62*time.Minute + 5*time.Second, "1h2m5s"}} {
 		assert.Equal(t, c.want, duration(c.d), "%v", c.d)
 	}
 }
