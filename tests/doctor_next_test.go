@@ -28,6 +28,18 @@ func doctorActions(t *testing.T, repo string) []string {
 	return cmds
 }
 
+// summaryCommands are the commands a run's summary says to run: its
+// "$ COMMAND" lines, without the prompt.
+func summaryCommands(summary string) []string {
+	var cmds []string
+	for _, line := range strings.Split(summary, "\n") {
+		if c, ok := strings.CutPrefix(strings.TrimSpace(line), "$ "); ok {
+			cmds = append(cmds, c)
+		}
+	}
+	return cmds
+}
+
 // shellIn runs one command line with sh -c in repo, as a person pasting it
 // would, and returns its exit code and combined output.
 func shellIn(t *testing.T, repo, line string) (int, string) {
@@ -160,6 +172,43 @@ func TestDoctorNextActionsAreExecutable(t *testing.T) {
 			},
 		},
 		{
+			name: "worker_blocked: the answer committed to the repository reaches the agent on resume",
+			args: []string{"--prompt", "write a.txt", "--", "sh", "-c",
+				`if [ -f NOTES.md ]; then cp NOTES.md a.txt; echo 'RUNR_STATUS: done'; else echo 'RUNR_STATUS: blocked what should a.txt say?'; fi`},
+			reason: "worker_blocked", exit: 30,
+			want: []string{"runr resume ID"},
+			person: func(t *testing.T, repo string) {
+				writeCommitted(t, repo, map[string]string{"NOTES.md": "the answer\n"})
+			},
+			check: func(t *testing.T, repo string) {
+				b, err := os.ReadFile(filepath.Join(repo, "a.txt"))
+				require.NoError(t, err)
+				assert.Equal(t, "the answer\n", string(b), "the agent read the answer")
+			},
+		},
+		{
+			name:      "review_rejected resumes once the person has read the review",
+			committed: map[string]string{"runr.yaml": "review:\n  command: [sh, review.sh]\n", "review.sh": "test -e good.txt && exit 0\necho 'bad.txt is not acceptable'\nexit 2\n"},
+			args:      []string{"--prompt", "work", "--", "fakeagent", "--do", "#1: write bad.txt 1; status done", "--do", "#2+: write good.txt 1; status done"},
+			reason:    "review_rejected", exit: 21,
+			want: []string{"runr resume ID"},
+		},
+		{
+			name:      "noop_streak resumes with fresh streaks",
+			committed: map[string]string{"runr.yaml": "verify:\n  commands: [\"test -f a.txt\"]\nstop:\n  same_error: 0\n  max_milestone_retries: 0\n"},
+			args:      []string{"--prompt", "work", "--", "fakeagent", "--do", "#1-3: print thinking; status done", "--do", "#4+: write a.txt done; status done"},
+			reason:    "noop_streak", exit: 42,
+			want: []string{"runr resume ID"},
+		},
+		{
+			name:      "user_stopped (runr stop) continues where it stopped",
+			committed: map[string]string{"runr.yaml": "verify:\n  commands: [\"test -f a.txt\"]\n"},
+			args: []string{"--prompt", "work", "--", "sh", "-c",
+				`n=$(($(cat ../calls 2>/dev/null || echo 0) + 1)); echo $n > ../calls; if [ $n = 1 ]; then runr stop "$RUNR_RUN_ID"; else echo done > a.txt; fi; echo 'RUNR_STATUS: done'`},
+			reason: "user_stopped", exit: 130,
+			want: []string{"runr resume ID"},
+		},
+		{
 			name:      "stalled resumes",
 			committed: map[string]string{"runr.yaml": "agent:\n  idle_timeout: 1s\n  kill_grace: 1s\n"},
 			args:      []string{"--prompt", "work", "--", "fakeagent", "--do", "#1: hang", "--do", "#2+: write a.txt done; status done"},
@@ -179,8 +228,10 @@ func TestDoctorNextActionsAreExecutable(t *testing.T) {
 			cmd := exec.Command(filepath.Join(binDir, "runr"), append([]string{"run", "--quiet"}, tt.args...)...)
 			cmd.Dir = repo
 			cmd.Env = testEnv(repo)
-			out, _ := cmd.CombinedOutput()
-			require.Equal(t, tt.exit, cmd.ProcessState.ExitCode(), "runr run: %s", out)
+			var summary, errOut bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &summary, &errOut
+			_ = cmd.Run()
+			require.Equal(t, tt.exit, cmd.ProcessState.ExitCode(), "runr run: %s%s", &summary, &errOut)
 			code, _ := stopOf(t, repo)
 			require.Equal(t, tt.reason, code)
 			runDir, err := latestRunDir(repo)
@@ -194,6 +245,9 @@ func TestDoctorNextActionsAreExecutable(t *testing.T) {
 				want = append(want, strings.ReplaceAll(w, "ID", id))
 			}
 			require.Equal(t, want, actions, "next actions of %s", tt.reason)
+			// The run's own summary gives the same commands: following it
+			// is following the doctor's.
+			assert.Equal(t, want, summaryCommands(summary.String()), "the summary's commands of %s:\n%s", tt.reason, &summary)
 
 			if tt.person != nil {
 				tt.person(t, repo)
@@ -316,4 +370,41 @@ func TestDoctorIterationBudgetJudgesTheLastCall(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(repo, "calls.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "1\n", string(b))
+}
+
+// TestCompletedRunAdviceFollowedLiterally: a run that completed in the
+// checkout without checkpoint commits says how to look at it and how to
+// commit what it left; each "$ " line of its summary, run as printed (the
+// person types the commit message in their editor), does what it says.
+func TestCompletedRunAdviceFollowedLiterally(t *testing.T) {
+	repo := newRepo(t)
+	cmd := exec.Command(filepath.Join(binDir, "runr"), "run", "--quiet", "--prompt", "work", "--verify", "test -f a.txt", "--",
+		"fakeagent", "--do", "write a.txt done; write docs/b.txt more; status done")
+	cmd.Dir = repo
+	cmd.Env = testEnv(repo)
+	out, err := cmd.Output()
+	require.NoError(t, err, "runr run: %s", out)
+	cmds := summaryCommands(string(out))
+	runDir, err := latestRunDir(repo)
+	require.NoError(t, err)
+	id := filepath.Base(runDir)
+	require.Equal(t, []string{"runr status " + id, "git add -A && git commit"}, cmds, "the summary:\n%s", out)
+	assert.Equal(t, cmds[:1], doctorActions(t, repo), "doctor gives the summary's command")
+
+	editor := filepath.Join(t.TempDir(), "editor.sh")
+	require.NoError(t, os.WriteFile(editor, []byte("#!/bin/sh\necho 'Take the run'\"'\"'s work' > \"$1\"\n"), 0o755))
+	for _, c := range cmds {
+		sh := exec.Command("sh", "-c", c)
+		sh.Dir = repo
+		sh.Env = append(testEnv(repo), "GIT_EDITOR="+editor)
+		b, err := sh.CombinedOutput()
+		require.NoError(t, err, "%s\n%s", c, b)
+		if strings.HasPrefix(c, "runr status") {
+			assert.Contains(t, string(b), id)
+			assert.Contains(t, string(b), "complete")
+		}
+	}
+	assert.Empty(t, gitOut(t, repo, testEnv(repo), "status", "--porcelain"), "everything the run left is committed")
+	assert.Equal(t, "a.txt\ndocs/b.txt", gitOut(t, repo, testEnv(repo), "show", "--format=", "--name-only", "HEAD"))
+	assert.Equal(t, "Take the run's work", gitOut(t, repo, testEnv(repo), "log", "-1", "--format=%B"))
 }

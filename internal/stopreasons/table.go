@@ -190,7 +190,7 @@ var table = []Reason{
 		When:      "the agent reported it is blocked",
 		Diagnosis: `The agent said it is blocked on milestone {{.Milestone}} ({{.MilestoneGoal}}){{with .Message}}: {{.}}{{end}}.`,
 		NextActions: []string{
-			"answer what the agent needs (in the task file), then resume",
+			"give the agent what it asked for where it can read it: commit a note or the missing piece to the repository (the run's task does not change on resume), then resume",
 			"runr resume {{.RunID}}",
 		},
 	},
