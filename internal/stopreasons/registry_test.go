@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"text/template"
@@ -266,4 +267,30 @@ func TestRateLimitDiagnosisNamesTheKind(t *testing.T) {
 		r.Diagnose(Details{LimitKind: "usage_window", ResetAt: "2026-11-25T01:21:00Z"}))
 	assert.Contains(t, r.Diagnose(Details{LimitKind: "spend_cap"}), "spend cap")
 	assert.Contains(t, r.Diagnose(Details{LimitKind: "rate"}), "hit a rate limit")
+}
+
+// TestPlaceholderDataNamesEveryField: every field of Details has a
+// placeholder, so no reason explained without a run shows a zero as if it
+// were a run's figure.
+func TestPlaceholderDataNamesEveryField(t *testing.T) {
+	data := placeholderData()
+	typ := reflect.TypeOf(Details{})
+	for i := range typ.NumField() {
+		name := typ.Field(i).Name
+		v, ok := data[name]
+		require.True(t, ok, "placeholderData has no %s", name)
+		if s, isString := v.(string); isString {
+			assert.True(t, strings.HasPrefix(s, "<"), "%s: %q is not a placeholder", name, s)
+		}
+	}
+	assert.Len(t, data, typ.NumField())
+	for _, r := range All() {
+		diag, acts := r.Explain()
+		assert.NotContains(t, diag, "template error", r.Code)
+		assert.NotContains(t, diag, "<no value>", r.Code)
+		assert.NotRegexp(t, `\b0 of 0\b|[Mm]ilestone 0\b|tick 0\b`, diag, r.Code)
+		for _, a := range acts {
+			assert.NotContains(t, a, "template error", r.Code)
+		}
+	}
 }
