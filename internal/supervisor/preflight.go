@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/runr-dev/runr/internal/agents"
@@ -137,8 +136,8 @@ func (s *Supervisor) takeBase(ctx context.Context) (base guard.Baseline, head st
 }
 
 // checkDirty reads the user's checkout and refuses uncommitted changes
-// before the run, unless --allow-dirty; the task file and the config file
-// do not count. It returns the status (the baseline's) and the changes that
+// before the run, unless --allow-dirty; runr's own files (ownFiles: the
+// task and config files) do not count. It returns the status (the baseline's) and the changes that
 // count.
 func (s *Supervisor) checkDirty(ctx context.Context) ([]guard.Change, []string, *stop) {
 	changes, err := guard.Changes(ctx, s.o.Repo)
@@ -155,12 +154,7 @@ func (s *Supervisor) checkDirty(ctx context.Context) ([]guard.Change, []string, 
 // dirtyStop is checkDirty's judgement of the checkout's changes: those
 // that count, and the stop they make without --allow-dirty.
 func (s *Supervisor) dirtyStop(changes []guard.Change) ([]string, *stop) {
-	ignore := []string{s.o.TaskFile}
-	if s.cfg.File != "" {
-		if rel, err := filepath.Rel(s.o.Repo, s.cfg.File); err == nil && !strings.HasPrefix(rel, "..") {
-			ignore = append(ignore, rel)
-		}
-	}
+	ignore := s.ownFiles()
 	var dirty []string
 	for _, p := range guard.Paths(changes) {
 		if !slices.Contains(ignore, p) {
