@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/initcfg"
 	"github.com/runr-dev/runr/internal/sandbox"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopconditions"
@@ -35,6 +36,9 @@ func dryRun(opts *RunOptions, cfg *config.Config, store *state.Store, repo, task
 		TaskFile: taskFile,
 		Prompt:   prompt,
 	})
+	if w := initcfg.TemplateWarning(prompt); w != "" {
+		plan.Warnings = append(plan.Warnings, "task: "+w)
+	}
 	var err error
 	if opts.JSON {
 		err = writeJSON(io.Out, dryRunJSON(plan, cfg, opts.Flags, repo, taskFile))
@@ -85,6 +89,7 @@ func dryRunJSON(plan *supervisor.Plan, cfg *config.Config, flags state.Flags, re
 		"would_start": plan.Stop == nil,
 		"exit_code":   exit,
 		"checks":      plan.Checks,
+		"warnings":    nonNil(plan.Warnings),
 		"repo":        repo,
 		"config_file": absPath(cfg.File),
 		"task_file":   task,
@@ -120,6 +125,12 @@ func printDryRun(ios *IOStreams, plan *supervisor.Plan, cfg *config.Config, flag
 	fmt.Fprintln(w, p.Bold("Dry run: nothing was created and no agent was called."))
 	if err := printChecks(w, p, plan.Checks); err != nil {
 		return err
+	}
+	if len(plan.Warnings) > 0 {
+		fmt.Fprintln(w, "\nWarnings:")
+		for _, warning := range plan.Warnings {
+			fmt.Fprintf(w, "  %s %s\n", p.Yellow("warn"), termtext.VisibleLine(warning))
+		}
 	}
 	fmt.Fprintln(w, "\nPlan:")
 	r := planRows{w}

@@ -13,6 +13,7 @@ import (
 	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/guard"
+	"github.com/runr-dev/runr/internal/initcfg"
 	"github.com/runr-dev/runr/internal/resume"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
@@ -231,6 +232,9 @@ func runRun(opts *RunOptions) error {
 			return err
 		}
 		return dryRun(opts, cfg, store, repo, taskFile, prompt)
+	}
+	if w := initcfg.TemplateWarning(prompt); w != "" {
+		fmt.Fprintf(io.Err, "runr: warning: %s\n", w)
 	}
 	store, err := opts.Store()
 	if err != nil {

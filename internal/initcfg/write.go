@@ -291,6 +291,25 @@ func Render(p Project, kind string, found bool) string {
 	return b.String()
 }
 
+// The template's milestones, which say to replace them.
+const (
+	templateFirst = "Replace this line with the first milestone: one change that verify can check"
+	templateNext  = "Replace this line with the next milestone, or delete it"
+)
+
+// TemplateWarning says that task text still holds an unchecked milestone
+// of the TASK.md template, which an agent would take as its work; "" when
+// it holds none.
+func TemplateWarning(text string) string {
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "- [ ] "+templateFirst || line == "- [ ] "+templateNext {
+			return "the task still holds the milestones of runr init's template (\"" + templateFirst + "\"): write your milestones in it before a run"
+		}
+	}
+	return ""
+}
+
 // TaskTemplate is the TASK.md Init writes when there is none.
 const TaskTemplate = `# Task
 
@@ -305,6 +324,6 @@ a run starts, and never edits it.
 Describe the change you want, the constraints the agent must respect, and
 how to tell that the work is done.
 
-- [ ] Replace this line with the first milestone: one change that verify can check
-- [ ] Replace this line with the next milestone, or delete it
+- [ ] ` + templateFirst + `
+- [ ] ` + templateNext + `
 `

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/sandbox"
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
@@ -39,6 +40,9 @@ type Plan struct {
 	// Stop is the stop the run would make before its first tick; nil when
 	// it would start.
 	Stop *stopreasons.Stop
+	// Warnings are what would not stop the run but may spoil it (no
+	// credential variable set); the caller adds its own.
+	Warnings []string
 }
 
 // PlanAgent is the agent a run would call.
@@ -124,6 +128,9 @@ func (d *dryRun) agent(ctx context.Context) (string, *stop) {
 	}
 	p.Agent.Path = s.program
 	p.Agent.Version = agentVersion(ctx, s.program, s.adapter.VersionArgs())
+	if w := agents.CredentialWarning(s.adapter, s.o.Environ); w != "" {
+		p.Warnings = append(p.Warnings, "agent credentials: "+w)
+	}
 	detail := "found at " + s.program
 	if p.Agent.Version != "" {
 		detail += ", version " + p.Agent.Version

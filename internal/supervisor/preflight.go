@@ -260,9 +260,10 @@ func (s *Supervisor) prepareAgent() *stop {
 			s.log.Warn(w)
 		}
 	}
-	if msg := agents.RootSandboxProblem(s.cfg.Agent.Kind, s.cfg.Agent.PermissionMode, os.Geteuid(), s.o.Environ); msg != "" {
-		return &stop{Stop: stopreasons.Stop{Code: stopreasons.EnvironmentInvalid, Message: msg}}
-	}
+	// The program is looked up before what the environment lacks for it
+	// (IS_SANDBOX as root): a missing agent is the first thing to fix, and
+	// what a fallback agent is for. A budget it cannot measure is the
+	// config's fault on any machine, so it comes first.
 	prog := a.Program(s.request(""))
 	if prog == "" {
 		return &stop{Stop: stopreasons.Stop{Code: stopreasons.UsageError, Message: "agent.command is empty: give the agent's argv after --, or set agent.command in runr.yaml"}}
@@ -272,6 +273,9 @@ func (s *Supervisor) prepareAgent() *stop {
 		return &stop{Stop: stopreasons.Stop{Code: stopreasons.WorkerNotFound, Condition: "agent.command",
 			Message: fmt.Sprintf("agent program %q not found or not executable: %v", prog, err),
 			Details: &stopreasons.StopDetails{Command: prog}}}
+	}
+	if msg := agents.RootSandboxProblem(s.cfg.Agent.Kind, s.cfg.Agent.PermissionMode, os.Geteuid(), s.o.Environ); msg != "" {
+		return &stop{Stop: stopreasons.Stop{Code: stopreasons.EnvironmentInvalid, Message: msg}}
 	}
 	s.program = path
 	return nil
