@@ -252,8 +252,10 @@ func Render(p Project, kind string, found bool) string {
 	w("  # Existing files the agent may not modify, delete or rename (guard_violation,\n")
 	w("  # exit 2, rule protect); new files that match may be added. The cheapest way\n")
 	w("  # to make a failing test pass is to weaken the test: protect the tests.\n")
-	w("  # To let a run change one, remove its glob here (or set RUNR_SCOPE_PROTECT,\n")
-	w("  # or pass --protect, which replace this list for one run).\n")
+	w("  # The trade-off: a protected file cannot be edited at all, so a task that\n")
+	w("  # adds a case to an existing test file stops at its first such change.\n")
+	w("  # For such a task pass --no-protect (this run only), or remove the glob\n")
+	w("  # here; --protect GLOB or RUNR_SCOPE_PROTECT replace this list for one run.\n")
 	if len(p.Protect) > 0 {
 		w("  # The test files of %s.\n", strings.Join(p.ProtectFrom, ", "))
 		w("  protect:\n")
