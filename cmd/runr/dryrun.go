@@ -102,7 +102,7 @@ func dryRunJSON(plan *supervisor.Plan, cfg *config.Config, flags state.Flags, re
 		"verify":      cfg.Raw["verify"],
 		"review":      cfg.Raw["review"],
 		"scope":       cfg.Raw["scope"],
-		"checkpoint":  map[string]any{"commit": cfg.Checkpoint.Commit || flags.Worktree},
+		"checkpoint":  map[string]any{"commit": cfg.Checkpoint.Commit || flags.Worktree || plan.Parallel != nil},
 		"budget":      cfg.Raw["budget"],
 		"stop_rules":  cfg.Raw["stop"],
 	}
@@ -111,6 +111,9 @@ func dryRunJSON(plan *supervisor.Plan, cfg *config.Config, flags state.Flags, re
 	}
 	if plan.Sandbox != nil {
 		out["sandbox"] = plan.Sandbox
+	}
+	if plan.Parallel != nil {
+		out["parallel"] = plan.Parallel
 	}
 	if plan.Stop != nil {
 		out["stop"] = plan.Stop
@@ -137,7 +140,7 @@ func printDryRun(ios *IOStreams, plan *supervisor.Plan, cfg *config.Config, flag
 	r.task(plan, cfg, repo, taskFile)
 	r.agent(plan, cfg)
 	r.workplace(plan, flags)
-	r.checks(cfg, flags)
+	r.checks(plan, cfg, flags)
 	r.guards(plan, cfg, flags)
 	r.limits(cfg)
 	printConditions(w, cfg)
@@ -210,6 +213,10 @@ func (r planRows) agent(plan *supervisor.Plan, cfg *config.Config) {
 
 // workplace writes where the agent works, and what is dirty there.
 func (r planRows) workplace(plan *supervisor.Plan, flags state.Flags) {
+	if pp := plan.Parallel; pp != nil {
+		r.parallel(pp)
+		return
+	}
 	if flags.Worktree {
 		r.row("work in", "a new worktree %s on branch runr/<run id>", shownPath(plan.Dir))
 	} else {
@@ -220,9 +227,47 @@ func (r planRows) workplace(plan *supervisor.Plan, flags state.Flags) {
 	}
 }
 
+// parallel writes a parallel run's layout: its workers and their
+// worktrees, the groups, the integration branch and the merge queue.
+func (r planRows) parallel(pp *supervisor.PlanParallel) {
+	r.row("work in", "%s at once, each in a worktree of its own: %s", plural(pp.Workers, "worker"), stopreasons.ShowPaths(shownPaths(pp.Worktrees)))
+	r.row("", "on a branch per milestone, %s, from the integration branch's head when the milestone starts", pp.MilestoneBranch)
+	base := "HEAD"
+	if pp.Base != "" {
+		base += " " + pp.Base[:min(12, len(pp.Base))]
+	}
+	r.row("integrate", "branch %s, in %s, from %s", pp.Branch, shownPath(pp.Integration), base)
+	r.row("", "each approved milestone is merged there and verified on the merged tree, one at a time;")
+	r.row("", "one that fails to merge goes back to a worker, at most %d time(s) (parallel.max_requeues)", pp.MaxRequeues)
+	for i, g := range pp.Groups {
+		key := ""
+		if i == 0 {
+			key = "groups"
+		}
+		nums := make([]string, len(g))
+		for j, m := range g {
+			nums[j] = strconv.Itoa(m)
+		}
+		if len(g) == 1 {
+			r.row(key, "%d. milestone %s", i+1, nums[0])
+		} else {
+			r.row(key, "%d. milestones %s (up to %d at once)", i+1, strings.Join(nums, ", "), min(len(g), pp.Workers))
+		}
+	}
+}
+
+// shownPaths is paths as messages name them.
+func shownPaths(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = shownPath(p)
+	}
+	return out
+}
+
 // checks writes how each milestone is judged and kept: verify, review,
 // checkpoint.
-func (r planRows) checks(cfg *config.Config, flags state.Flags) {
+func (r planRows) checks(plan *supervisor.Plan, cfg *config.Config, flags state.Flags) {
 	if len(cfg.Verify.Commands) == 0 {
 		r.row("verify", "none")
 	}
@@ -239,6 +284,8 @@ func (r planRows) checks(cfg *config.Config, flags state.Flags) {
 		r.row("review", "%s (exit 0 approves, 1 requests changes, 2 rejects)", termtext.VisibleLine(strings.Join(cfg.Review.Command, " ")))
 	}
 	switch {
+	case plan.Parallel != nil:
+		r.row("checkpoint", "a commit per approved milestone on its branch, squash-merged into the integration branch (always in a parallel run)")
 	case flags.Worktree:
 		r.row("checkpoint", "a commit per approved milestone on the run's branch (always with --worktree)")
 	case cfg.Checkpoint.Commit:
