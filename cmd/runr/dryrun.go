@@ -85,26 +85,27 @@ func dryRunJSON(plan *supervisor.Plan, cfg *config.Config, flags state.Flags, re
 		exit = stopreasons.ExitCode(plan.Stop.Code)
 	}
 	out := map[string]any{
-		"dry_run":     true,
-		"would_start": plan.Stop == nil,
-		"exit_code":   exit,
-		"checks":      plan.Checks,
-		"warnings":    nonNil(plan.Warnings),
-		"repo":        repo,
-		"config_file": absPath(cfg.File),
-		"task_file":   task,
-		"milestones":  nonNil(plan.Milestones),
-		"agent":       agent,
-		"dir":         plan.Dir,
-		"flags":       flags,
-		"dirty":       nonNil(plan.Dirty),
-		"programs":    plan.Programs,
-		"verify":      cfg.Raw["verify"],
-		"review":      cfg.Raw["review"],
-		"scope":       cfg.Raw["scope"],
-		"checkpoint":  map[string]any{"commit": cfg.Checkpoint.Commit || flags.Worktree || plan.Parallel != nil},
-		"budget":      cfg.Raw["budget"],
-		"stop_rules":  cfg.Raw["stop"],
+		"dry_run":       true,
+		"would_start":   plan.Stop == nil,
+		"exit_code":     exit,
+		"checks":        plan.Checks,
+		"warnings":      nonNil(plan.Warnings),
+		"repo":          repo,
+		"config_file":   absPath(cfg.File),
+		"task_file":     task,
+		"milestones":    nonNil(plan.Milestones),
+		"agent":         agent,
+		"dir":           plan.Dir,
+		"flags":         flags,
+		"dirty":         nonNil(plan.Dirty),
+		"dirty_omitted": plan.DirtyOmitted,
+		"programs":      plan.Programs,
+		"verify":        cfg.Raw["verify"],
+		"review":        cfg.Raw["review"],
+		"scope":         cfg.Raw["scope"],
+		"checkpoint":    map[string]any{"commit": cfg.Checkpoint.Commit || flags.Worktree || plan.Parallel != nil},
+		"budget":        cfg.Raw["budget"],
+		"stop_rules":    cfg.Raw["stop"],
 	}
 	if plan.Programs == nil {
 		out["programs"] = []supervisor.FoundProgram{}
@@ -223,7 +224,7 @@ func (r planRows) workplace(plan *supervisor.Plan, flags state.Flags) {
 		r.row("work in", "the checkout %s", shownPath(plan.Dir))
 	}
 	if len(plan.Dirty) > 0 {
-		r.row("dirty", "%s", stopreasons.ShowPaths(plan.Dirty))
+		r.row("dirty", "%s", stopreasons.ShowFiles(plan.Dirty, plan.DirtyOmitted))
 	}
 }
 
@@ -350,7 +351,7 @@ func printVerdict(w io.Writer, p Painter, plan *supervisor.Plan) {
 	fmt.Fprintf(w, "%s\n  %s\n", p.Red(fmt.Sprintf("The run would stop before its first tick: %s (exit %d)", code, stopreasons.ExitCode(code))),
 		termtext.Visible(plan.Stop.Message))
 	if d := plan.Stop.Details; d != nil && len(d.Files) > 0 {
-		fmt.Fprintf(w, "  files: %s\n", stopreasons.ShowPaths(d.Files))
+		fmt.Fprintf(w, "  files: %s\n", stopreasons.ShowFiles(d.Files, d.FilesOmitted))
 	}
 }
 

@@ -20,7 +20,8 @@ type Details struct {
 	MilestoneGoal string   //
 	Command       string   // the failing command or agent program
 	Signature     string   // an error signature
-	Files         []string // files a guard named
+	Files         []string // files a guard named, at most MaxDetailFiles
+	FilesOmitted  int      // the files a guard named beyond those
 	Stash         []string // of Files, those a stash may take: all but the run's task and config files
 	Other         string   // another run's id (collisions)
 	ResetAt       string   // when a rate limit resets
@@ -34,6 +35,8 @@ type Details struct {
 var funcs = template.FuncMap{
 	"join":      strings.Join,
 	"paths":     ShowPaths,
+	"files":     ShowFiles,
+	"count":     func(files []string, omitted int) int { return len(files) + omitted },
 	"hasPrefix": strings.HasPrefix,
 	"shellJoin": ShellJoin,
 }
@@ -106,7 +109,7 @@ func placeholderData() map[string]any {
 	return map[string]any{
 		"RunID": ph.RunID, "Condition": ph.Condition, "Value": ph.Value, "Threshold": ph.Threshold,
 		"Message": ph.Message, "Milestone": "<milestone>", "MilestoneGoal": ph.MilestoneGoal, "Command": ph.Command,
-		"Signature": ph.Signature, "Files": ph.Files, "Stash": ph.Stash, "Other": ph.Other, "ResetAt": ph.ResetAt,
+		"Signature": ph.Signature, "Files": ph.Files, "FilesOmitted": 0, "Stash": ph.Stash, "Other": ph.Other, "ResetAt": ph.ResetAt,
 		"LimitKind": ph.LimitKind, "Tick": "<tick>", "Approved": "<approved>", "Total": "<total>", "Grant": ph.Grant,
 	}
 }

@@ -2,6 +2,7 @@ package stopreasons
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -293,4 +294,33 @@ func TestPlaceholderDataNamesEveryField(t *testing.T) {
 			assert.NotContains(t, a, "template error", r.Code)
 		}
 	}
+}
+
+// A stop's details list at most MaxDetailFiles files, each with its rule,
+// the committed files among them, and count the rest; the diagnosis counts
+// them all and says how many it left out.
+func TestStopDetailsBounded(t *testing.T) {
+	var files, rules []string
+	for i := range 250 {
+		files = append(files, fmt.Sprintf("f%03d.txt", i))
+		rules = append(rules, "scope.allow src/**")
+	}
+	d := StopDetails{Files: files, Rules: rules, Committed: []string{"f001.txt", "f200.txt"}}.Bounded()
+	assert.Len(t, d.Files, MaxDetailFiles)
+	assert.Len(t, d.Rules, MaxDetailFiles)
+	assert.Equal(t, 150, d.FilesOmitted)
+	assert.Equal(t, []string{"f001.txt"}, d.Committed)
+	assert.Equal(t, "f000.txt", d.Files[0])
+	again := d.Bounded()
+	assert.Equal(t, d, again, "bounding twice changes nothing")
+	small := StopDetails{Files: []string{"a"}, Rules: []string{"r"}}
+	assert.Equal(t, small, small.Bounded())
+
+	diag := MustLookup(GuardViolation).Diagnose(Details{Condition: "scope.allow", Files: d.Files, FilesOmitted: d.FilesOmitted})
+	assert.Contains(t, diag, "changed 250 file(s)")
+	assert.True(t, strings.HasSuffix(diag, "f099.txt and 150 more."), diag)
+	assert.Equal(t, "a, b", ShowFiles([]string{"a", "b"}, 0))
+	shown, rest := FirstFiles(files)
+	assert.Len(t, shown, MaxDetailFiles)
+	assert.Equal(t, 150, rest)
 }

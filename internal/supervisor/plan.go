@@ -29,8 +29,10 @@ type Plan struct {
 	// the worktree a run creates (named for the run, so "<run id>" here).
 	Dir string
 	// Dirty is the uncommitted changes that count for the dirty check
-	// (the task and config files do not): allowed with --allow-dirty.
-	Dirty []string
+	// (the task and config files do not): allowed with --allow-dirty. At
+	// most stopreasons.MaxDetailFiles; DirtyOmitted counts the others.
+	Dirty        []string
+	DirtyOmitted int
 	// Programs is the programs of the verify commands and custom scripts,
 	// as found on PATH.
 	Programs []FoundProgram
@@ -124,6 +126,10 @@ func DryRun(ctx context.Context, o Options) *Plan {
 		if name, sp := check(ctx); sp != nil {
 			p.Checks = append(p.Checks, Check{Name: name, Detail: sp.Message})
 			p.Stop = &sp.Stop
+			if d := p.Stop.Details; d != nil {
+				b := d.Bounded()
+				p.Stop.Details = &b
+			}
 			return p
 		}
 	}
@@ -249,7 +255,7 @@ func (d *dryRun) tree(ctx context.Context) (string, *stop) {
 		return "", nil
 	}
 	_, dirty, sp := d.s.checkDirty(ctx)
-	d.p.Dirty = dirty
+	d.p.Dirty, d.p.DirtyOmitted = stopreasons.FirstFiles(dirty)
 	if sp != nil {
 		return "working tree", sp
 	}
