@@ -130,3 +130,18 @@ func TestAutoResumeDeclinesSpendCapAndDistantReset(t *testing.T) {
 		})
 	}
 }
+
+// Claude Code names a usage limit's reset to the minute in its text
+// ("resets 16:38") and to the second in its rate_limit_event (resetsAt):
+// the stop records the more precise one, so --auto-resume does not wake
+// before the reset.
+func TestUsageLimitResetToTheSecond(t *testing.T) {
+	repo := newRepo(t)
+	reset := time.Now().UTC().Add(2 * time.Hour).Truncate(time.Minute).Add(30 * time.Second)
+	msg := fmt.Sprintf("You've hit your session limit · resets %02d:%02d (UTC)", reset.Hour(), reset.Minute())
+	r := runClaude(t, repo, []string{"IS_SANDBOX=1", "FAKEAGENT_REPLAY=" + claudeLimitRecording(t, msg, reset), "FAKEAGENT_EXIT=1"},
+		"--prompt", "write hello.txt")
+	require.Equal(t, 33, r.exit, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	require.NotNil(t, r.st.StopReason.Details)
+	assert.Equal(t, reset.Format(time.RFC3339), r.st.StopReason.Details.ResetAt, "the stream's resetsAt, not the text's %02d:%02d:00", reset.Hour(), reset.Minute())
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -364,6 +365,42 @@ func TestSandboxDoctor(t *testing.T) {
 	require.NotNil(t, rec, "doctor <id> shows the recorded confinement")
 	assert.Equal(t, "on", rec["mode"])
 	assert.Equal(t, true, rec["namespace"])
+}
+
+// TestDoctorJSONSandboxMatchesItsText: with sandbox.mode off (the
+// default), doctor --json gives the same Landlock ABI and kernel as its
+// text, on any kernel, Landlock or not.
+func TestDoctorJSONSandboxMatchesItsText(t *testing.T) {
+	repo := newRepo(t)
+	_, out, stderr := runrOut(t, repo, "doctor", "--json")
+	var rep struct {
+		Checks []struct {
+			Name    string `json:"name"`
+			Detail  string `json:"detail"`
+			Sandbox *struct {
+				ABI    *int    `json:"abi"`
+				Kernel *string `json:"kernel"`
+			} `json:"sandbox"`
+		} `json:"checks"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), "stdout %s stderr %s", out, stderr)
+	for _, c := range rep.Checks {
+		if c.Name != "sandbox" {
+			continue
+		}
+		require.NotNil(t, c.Sandbox, "the sandbox check has its plan: %s", out)
+		require.NotNil(t, c.Sandbox.ABI)
+		require.NotNil(t, c.Sandbox.Kernel)
+		want := fmt.Sprintf("Landlock ABI %d (kernel %s)", *c.Sandbox.ABI, *c.Sandbox.Kernel)
+		if *c.Sandbox.ABI == 0 {
+			want = fmt.Sprintf("no Landlock (kernel %s)", *c.Sandbox.Kernel)
+		}
+		assert.NotEmpty(t, *c.Sandbox.Kernel)
+		assert.True(t, strings.HasPrefix(c.Detail, want), "json %q, text %q", want, c.Detail)
+		assert.Equal(t, sandbox.ABI(), *c.Sandbox.ABI, "the kernel's own ABI")
+		return
+	}
+	t.Fatalf("no sandbox check: %s", out)
 }
 
 // TestSandboxWorktreeDenyDir: in a --worktree run a scope.deny directory

@@ -3,6 +3,7 @@ package tests
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,4 +155,112 @@ func TestOldStateWithTheTaskInlineResumes(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(runDir, "state.json"))
 	require.NoError(t, err)
 	assert.NotContains(t, string(data), `"prompt"`)
+}
+
+// An agent that changes more files out of scope than a stop lists: the
+// stop's details list the first 100 with the count of the rest, and every
+// view of them is as bounded: state.json, stop.json, report.md, the
+// summary, doctor (text and --json), run --json, the guard event and the
+// transcript. No stash command is offered for a list it would not cover.
+func TestStopDetailsListAtMost100Files(t *testing.T) {
+	const files, listed = 250, 100
+	repo := resumeRepo(t, map[string]string{"README.md": "x\n"})
+	agent := fmt.Sprintf(`for i in $(seq 1 %d); do echo x > out$i.txt; done; echo RUNR_STATUS: done`, files)
+	code, stdout, stderr := resRunr(t, repo, nil, "run", "--prompt", "work", "--allow", "src/**", "--", "sh", "-c", agent)
+	require.Equal(t, 2, code, "%s\n%s", stdout, stderr)
+	more := fmt.Sprintf("and %d more", files-listed)
+	assert.Contains(t, stdout, more, "the summary's files line")
+	assert.NotContains(t, stdout, "git stash push", "a stash of 100 of 250 files is no advice")
+	runDir := resRunDir(t, repo)
+
+	var st struct {
+		StopReason struct {
+			Message string `json:"message"`
+			Details struct {
+				Files        []string `json:"files"`
+				FilesOmitted int      `json:"files_omitted"`
+				Rules        []string `json:"rules"`
+				Committed    []string `json:"committed"`
+			} `json:"details"`
+		} `json:"stop_reason"`
+	}
+	data, err := os.ReadFile(filepath.Join(runDir, "state.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &st))
+	d := st.StopReason.Details
+	assert.Len(t, d.Files, listed)
+	assert.Len(t, d.Rules, listed)
+	assert.Equal(t, files-listed, d.FilesOmitted)
+	assert.NotNil(t, d.Committed)
+	assert.Contains(t, st.StopReason.Message, fmt.Sprintf("%d changed file(s) outside the scope", files))
+	assert.Contains(t, st.StopReason.Message, more)
+	assert.Equal(t, listed, strings.Count(st.StopReason.Message, ".txt"), "the message names the listed files only")
+
+	var stop struct {
+		Evidence struct {
+			Files        []string `json:"files"`
+			FilesOmitted int      `json:"files_omitted"`
+		} `json:"evidence"`
+		Diagnosis string `json:"diagnosis"`
+	}
+	data, err = os.ReadFile(filepath.Join(runDir, "stop.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &stop))
+	assert.Len(t, stop.Evidence.Files, listed)
+	assert.Equal(t, files-listed, stop.Evidence.FilesOmitted)
+	assert.Contains(t, stop.Diagnosis, fmt.Sprintf("The agent changed %d files outside its scope", files))
+	assert.Contains(t, stop.Diagnosis, more)
+	md, err := os.ReadFile(filepath.Join(runDir, "report.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), more)
+
+	code, text, _ := resRunr(t, repo, nil, "doctor", "latest")
+	require.Equal(t, 0, code)
+	assert.Contains(t, text, "Files: ")
+	assert.Contains(t, text, more)
+	code, js, _ := resRunr(t, repo, nil, "doctor", "latest", "--json")
+	require.Equal(t, 0, code)
+	require.NoError(t, json.Unmarshal([]byte(js), &stop))
+	assert.Len(t, stop.Evidence.Files, listed)
+	assert.Equal(t, files-listed, stop.Evidence.FilesOmitted)
+
+	// The guard event in the timeline, and the transcript that shows it.
+	tl, err := os.ReadFile(filepath.Join(runDir, "timeline.jsonl"))
+	require.NoError(t, err)
+	var guard struct {
+		Files        []string `json:"files"`
+		FilesOmitted int      `json:"files_omitted"`
+	}
+	for _, l := range strings.Split(string(tl), "\n") {
+		var ev struct {
+			Type string          `json:"type"`
+			Data json.RawMessage `json:"data"`
+		}
+		if json.Unmarshal([]byte(l), &ev) == nil && ev.Type == "guard" {
+			require.NoError(t, json.Unmarshal(ev.Data, &guard))
+		}
+	}
+	assert.Len(t, guard.Files, listed)
+	assert.Equal(t, files-listed, guard.FilesOmitted)
+	code, logs, _ := resRunr(t, repo, nil, "logs")
+	require.Equal(t, 0, code)
+	assert.Contains(t, logs, more)
+
+	// A run on the dirty tree it left: dirty_worktree lists 100 as well.
+	code, out, _ := resRunr(t, repo, nil, "run", "--prompt", "again", "--json", "--", "sh", "-c", "echo RUNR_STATUS: done")
+	require.Equal(t, 4, code, out)
+	var sum struct {
+		StopReason struct {
+			Details struct {
+				Files        []string `json:"files"`
+				FilesOmitted int      `json:"files_omitted"`
+			} `json:"details"`
+		} `json:"stop_reason"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &sum), out)
+	assert.Len(t, sum.StopReason.Details.Files, listed)
+	assert.Equal(t, files-listed, sum.StopReason.Details.FilesOmitted)
+	code, dry, _ := resRunr(t, repo, nil, "run", "--dry-run", "--prompt", "again", "--", "sh", "-c", "true")
+	require.Equal(t, 4, code, dry)
+	assert.Contains(t, dry, more)
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,7 +31,7 @@ func NewCmdCompletion(f *Factory) *cobra.Command {
 resume, status, stop, doctor and logs), stop reason codes and exit codes (for
 reasons), and agent kinds (--agent) complete from runr itself.
 
-  bash:        source <(runr completion bash)        (needs bash-completion)
+  bash:        source <(runr completion bash)        (works with or without bash-completion)
   zsh:         runr completion zsh > "${fpath[1]}/_runr"
   fish:        runr completion fish > ~/.config/fish/completions/runr.fish
   powershell:  runr completion powershell | Out-String | Invoke-Expression`,
@@ -39,7 +41,7 @@ reasons), and agent kinds (--agent) complete from runr itself.
 			root := cmd.Root()
 			switch args[0] {
 			case "bash":
-				return root.GenBashCompletionV2(io.Out, true)
+				return writeBashCompletion(root, io.Out)
 			case "zsh":
 				return root.GenZshCompletion(io.Out)
 			case "fish":
@@ -50,6 +52,57 @@ reasons), and agent kinds (--agent) complete from runr itself.
 			return stopreasons.Errorf(stopreasons.UsageError, "no completion for shell %q: runr writes one for %s", args[0], strings.Join(shells, ", "))
 		},
 	}
+}
+
+// bashInitCompletion is the function of cobra's bash script that needs
+// _get_comp_words_by_ref from the bash-completion package; without the
+// package every Tab printed "command not found".
+const bashInitCompletion = `__runr_init_completion()
+{
+    COMPREPLY=()
+    _get_comp_words_by_ref "$@" cur prev words cword
+}`
+
+// bashInitStandalone is bashInitCompletion with a fallback of its own
+// where the package is missing.
+const bashInitStandalone = `__runr_init_completion()
+{
+    COMPREPLY=()
+    if declare -F _get_comp_words_by_ref >/dev/null 2>&1; then
+        _get_comp_words_by_ref "$@" cur prev words cword
+        return
+    fi
+    # Without the bash-completion package: the words of the line up to the
+    # cursor, split on blanks only, so that --flag=value stays one word as
+    # the package's -n =: keeps it.
+    local line=${COMP_LINE:0:COMP_POINT}
+    read -ra words <<<"$line"
+    if [[ ${#words[@]} -eq 0 || $line == *[[:blank:]] ]]; then
+        words+=("")
+    fi
+    cword=$((${#words[@]} - 1))
+    cur=${words[cword]}
+    prev=""
+    if ((cword > 0)); then
+        prev=${words[cword-1]}
+    fi
+}`
+
+// writeBashCompletion writes cobra's bash script with bashInitStandalone in
+// place of bashInitCompletion, so sourcing it works with bash alone.
+func writeBashCompletion(root *cobra.Command, w io.Writer) error {
+	var b bytes.Buffer
+	if err := root.GenBashCompletionV2(&b, true); err != nil {
+		return err
+	}
+	script := b.String()
+	if !strings.Contains(script, bashInitCompletion) {
+		// The test of the standalone script fails first; this keeps a
+		// changed cobra from printing a script that only half works.
+		return stopreasons.Errorf(stopreasons.InternalError, "bash completion: cobra's script changed; runr cannot make it work without bash-completion")
+	}
+	_, err := io.WriteString(w, strings.Replace(script, bashInitCompletion, bashInitStandalone, 1))
+	return err
 }
 
 // maxDescribed bounds the runs whose state.json a completion reads for its

@@ -109,6 +109,7 @@ func doctorEnv(opts *DoctorOptions) error {
 				eo.AgentProgram = a.Program(agents.Request{Command: cfg.Agent.Command})
 				eo.AgentVersionArgs = a.VersionArgs()
 				eo.CredentialEnv = a.CredentialEnv()
+				eo.CredentialWarning = agents.CredentialWarning(a, opts.IO.Environ)
 				sp := agents.StateDirs(cfg.Agent.Kind, lookupEnv(opts.IO.Environ, "HOME"), func(k string) string { return lookupEnv(opts.IO.Environ, k) })
 				eo.SandboxState = append(eo.SandboxState, sp.Dirs...)
 				for _, f := range sp.Files {
@@ -131,8 +132,11 @@ func doctorEnv(opts *DoctorOptions) error {
 		p := opts.IO.OutPainter()
 		for _, c := range checks {
 			mark := p.Green("ok  ")
-			if !c.OK {
+			switch {
+			case !c.OK:
 				mark = p.Red("FAIL")
+			case c.Warning:
+				mark = p.Yellow("warn")
 			}
 			// A detail may quote a program's output (its version line);
 			// one that is a path is named as every message names one.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/initcfg"
 	"github.com/runr-dev/runr/internal/sandbox"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopconditions"
@@ -35,6 +36,9 @@ func dryRun(opts *RunOptions, cfg *config.Config, store *state.Store, repo, task
 		TaskFile: taskFile,
 		Prompt:   prompt,
 	})
+	if w := initcfg.TemplateWarning(prompt); w != "" {
+		plan.Warnings = append(plan.Warnings, "task: "+w)
+	}
 	var err error
 	if opts.JSON {
 		err = writeJSON(io.Out, dryRunJSON(plan, cfg, opts.Flags, repo, taskFile))
@@ -81,31 +85,36 @@ func dryRunJSON(plan *supervisor.Plan, cfg *config.Config, flags state.Flags, re
 		exit = stopreasons.ExitCode(plan.Stop.Code)
 	}
 	out := map[string]any{
-		"dry_run":     true,
-		"would_start": plan.Stop == nil,
-		"exit_code":   exit,
-		"checks":      plan.Checks,
-		"repo":        repo,
-		"config_file": absPath(cfg.File),
-		"task_file":   task,
-		"milestones":  nonNil(plan.Milestones),
-		"agent":       agent,
-		"dir":         plan.Dir,
-		"flags":       flags,
-		"dirty":       nonNil(plan.Dirty),
-		"programs":    plan.Programs,
-		"verify":      cfg.Raw["verify"],
-		"review":      cfg.Raw["review"],
-		"scope":       cfg.Raw["scope"],
-		"checkpoint":  map[string]any{"commit": cfg.Checkpoint.Commit || flags.Worktree},
-		"budget":      cfg.Raw["budget"],
-		"stop_rules":  cfg.Raw["stop"],
+		"dry_run":       true,
+		"would_start":   plan.Stop == nil,
+		"exit_code":     exit,
+		"checks":        plan.Checks,
+		"warnings":      nonNil(plan.Warnings),
+		"repo":          repo,
+		"config_file":   absPath(cfg.File),
+		"task_file":     task,
+		"milestones":    nonNil(plan.Milestones),
+		"agent":         agent,
+		"dir":           plan.Dir,
+		"flags":         flags,
+		"dirty":         nonNil(plan.Dirty),
+		"dirty_omitted": plan.DirtyOmitted,
+		"programs":      plan.Programs,
+		"verify":        cfg.Raw["verify"],
+		"review":        cfg.Raw["review"],
+		"scope":         cfg.Raw["scope"],
+		"checkpoint":    map[string]any{"commit": cfg.Checkpoint.Commit || flags.Worktree || plan.Parallel != nil},
+		"budget":        cfg.Raw["budget"],
+		"stop_rules":    cfg.Raw["stop"],
 	}
 	if plan.Programs == nil {
 		out["programs"] = []supervisor.FoundProgram{}
 	}
 	if plan.Sandbox != nil {
 		out["sandbox"] = plan.Sandbox
+	}
+	if plan.Parallel != nil {
+		out["parallel"] = plan.Parallel
 	}
 	if plan.Stop != nil {
 		out["stop"] = plan.Stop
@@ -121,12 +130,18 @@ func printDryRun(ios *IOStreams, plan *supervisor.Plan, cfg *config.Config, flag
 	if err := printChecks(w, p, plan.Checks); err != nil {
 		return err
 	}
+	if len(plan.Warnings) > 0 {
+		fmt.Fprintln(w, "\nWarnings:")
+		for _, warning := range plan.Warnings {
+			fmt.Fprintf(w, "  %s %s\n", p.Yellow("warn"), termtext.VisibleLine(warning))
+		}
+	}
 	fmt.Fprintln(w, "\nPlan:")
 	r := planRows{w}
 	r.task(plan, cfg, repo, taskFile)
 	r.agent(plan, cfg)
 	r.workplace(plan, flags)
-	r.checks(cfg, flags)
+	r.checks(plan, cfg, flags)
 	r.guards(plan, cfg, flags)
 	r.limits(cfg)
 	printConditions(w, cfg)
@@ -199,19 +214,61 @@ func (r planRows) agent(plan *supervisor.Plan, cfg *config.Config) {
 
 // workplace writes where the agent works, and what is dirty there.
 func (r planRows) workplace(plan *supervisor.Plan, flags state.Flags) {
+	if pp := plan.Parallel; pp != nil {
+		r.parallel(pp)
+		return
+	}
 	if flags.Worktree {
 		r.row("work in", "a new worktree %s on branch runr/<run id>", shownPath(plan.Dir))
 	} else {
 		r.row("work in", "the checkout %s", shownPath(plan.Dir))
 	}
 	if len(plan.Dirty) > 0 {
-		r.row("dirty", "%s", stopreasons.ShowPaths(plan.Dirty))
+		r.row("dirty", "%s", stopreasons.ShowFiles(plan.Dirty, plan.DirtyOmitted))
 	}
+}
+
+// parallel writes a parallel run's layout: its workers and their
+// worktrees, the groups, the integration branch and the merge queue.
+func (r planRows) parallel(pp *supervisor.PlanParallel) {
+	r.row("work in", "%s at once, each in a worktree of its own: %s", stopreasons.Plural(pp.Workers, "worker"), stopreasons.ShowPaths(shownPaths(pp.Worktrees)))
+	r.row("", "on a branch per milestone, %s, from the integration branch's head when the milestone starts", pp.MilestoneBranch)
+	base := "HEAD"
+	if pp.Base != "" {
+		base += " " + pp.Base[:min(12, len(pp.Base))]
+	}
+	r.row("integrate", "branch %s, in %s, from %s", pp.Branch, shownPath(pp.Integration), base)
+	r.row("", "each approved milestone is merged there and verified on the merged tree, one at a time;")
+	r.row("", "one that fails to merge goes back to a worker, at most %d time(s) (parallel.max_requeues)", pp.MaxRequeues)
+	for i, g := range pp.Groups {
+		key := ""
+		if i == 0 {
+			key = "groups"
+		}
+		nums := make([]string, len(g))
+		for j, m := range g {
+			nums[j] = strconv.Itoa(m)
+		}
+		if len(g) == 1 {
+			r.row(key, "%d. milestone %s", i+1, nums[0])
+		} else {
+			r.row(key, "%d. milestones %s (up to %d at once)", i+1, strings.Join(nums, ", "), min(len(g), pp.Workers))
+		}
+	}
+}
+
+// shownPaths is paths as messages name them.
+func shownPaths(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = shownPath(p)
+	}
+	return out
 }
 
 // checks writes how each milestone is judged and kept: verify, review,
 // checkpoint.
-func (r planRows) checks(cfg *config.Config, flags state.Flags) {
+func (r planRows) checks(plan *supervisor.Plan, cfg *config.Config, flags state.Flags) {
 	if len(cfg.Verify.Commands) == 0 {
 		r.row("verify", "none")
 	}
@@ -228,6 +285,8 @@ func (r planRows) checks(cfg *config.Config, flags state.Flags) {
 		r.row("review", "%s (exit 0 approves, 1 requests changes, 2 rejects)", termtext.VisibleLine(strings.Join(cfg.Review.Command, " ")))
 	}
 	switch {
+	case plan.Parallel != nil:
+		r.row("checkpoint", "a commit per approved milestone on its branch, squash-merged into the integration branch (always in a parallel run)")
 	case flags.Worktree:
 		r.row("checkpoint", "a commit per approved milestone on the run's branch (always with --worktree)")
 	case cfg.Checkpoint.Commit:
@@ -292,7 +351,7 @@ func printVerdict(w io.Writer, p Painter, plan *supervisor.Plan) {
 	fmt.Fprintf(w, "%s\n  %s\n", p.Red(fmt.Sprintf("The run would stop before its first tick: %s (exit %d)", code, stopreasons.ExitCode(code))),
 		termtext.Visible(plan.Stop.Message))
 	if d := plan.Stop.Details; d != nil && len(d.Files) > 0 {
-		fmt.Fprintf(w, "  files: %s\n", stopreasons.ShowPaths(d.Files))
+		fmt.Fprintf(w, "  files: %s\n", stopreasons.ShowFiles(d.Files, d.FilesOmitted))
 	}
 }
 

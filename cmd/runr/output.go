@@ -39,7 +39,7 @@ func printSummary(io *IOStreams, store *state.Store, st *state.State, cfg *confi
 		fmt.Fprintf(w, "  %s\n", termtext.Visible(r.Message))
 	}
 	if err == nil && len(rep.Evidence.Files) > 0 {
-		fmt.Fprintf(w, "  files: %s\n", stopreasons.ShowPaths(rep.Evidence.Files))
+		fmt.Fprintf(w, "  files: %s\n", stopreasons.ShowFiles(rep.Evidence.Files, rep.Evidence.FilesOmitted))
 	}
 	s := st.Statistics
 	fmt.Fprintf(w, "  %s approved of %d · %s · %s · elapsed %s", stopreasons.Plural(s.Approved, "milestone"), s.TotalMilestones,

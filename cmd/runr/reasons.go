@@ -237,10 +237,10 @@ func writeReasonDetail(io *IOStreams, r stopreasons.Reason) error {
 	fmt.Fprintf(w, "  category       %s\n", r.Category)
 	fmt.Fprintf(w, "  auto-resume    %s\n", yesNo(r.AutoResumable))
 	fmt.Fprintf(w, "  when           %s\n\n", r.When)
-	ph := stopreasons.Placeholders()
-	fmt.Fprintf(w, "Diagnosis ('runr doctor' fills in the run's own figures):\n  %s\n\n", r.Diagnose(ph))
+	diagnosis, actions := r.Explain()
+	fmt.Fprintf(w, "Diagnosis ('runr doctor' fills in the run's own figures):\n  %s\n\n", diagnosis)
 	fmt.Fprintln(w, "Next actions:")
-	for _, a := range r.Actions(ph) {
+	for _, a := range actions {
 		if stopreasons.IsCommand(a) {
 			fmt.Fprintf(w, "  $ %s\n", a)
 		} else {

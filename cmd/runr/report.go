@@ -178,13 +178,13 @@ func csvRecord(r state.ReportRow) []string {
 	}
 	per := ""
 	if r.CostPerApprovedMilestoneUSD != nil {
-		per = strconv.FormatFloat(*r.CostPerApprovedMilestoneUSD, 'f', -1, 64)
+		per = r.CostPerApprovedMilestoneUSD.String()
 	}
 	i := strconv.Itoa
 	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
 	return []string{termtext.VisibleLine(r.Key), i(r.Runs), i(r.Completed), termtext.VisibleLine(strings.Join(reasons, ";")),
 		i(r.MilestonesApproved), i(r.MilestonesTotal), i(r.Calls), i64(r.InputTokens), i64(r.CacheReadTokens),
-		i64(r.CacheWriteTokens), i64(r.OutputTokens), strconv.FormatFloat(r.CostUSD, 'f', -1, 64), r.CostSource,
+		i64(r.CacheWriteTokens), i64(r.OutputTokens), r.CostUSD.String(), r.CostSource,
 		i64(r.ElapsedMS), per}
 }
 
@@ -210,15 +210,15 @@ func writeReportCSV(w io.Writer, rep state.Report) error {
 func humanRow(r state.ReportRow) []string {
 	share := "-"
 	if r.Runs > 0 {
-		share = fmt.Sprintf("%d (%.0f%%)", r.Completed, 100*r.CompletedShare)
+		share = fmt.Sprintf("%d (%s)", r.Completed, r.CompletedShare.Percent())
 	}
-	cost := reportUSD(r.CostUSD)
+	cost := r.CostUSD.Human()
 	if r.CostSource != "" && r.CostSource != state.CostReported {
 		cost += " " + r.CostSource
 	}
 	per := "-"
 	if r.CostPerApprovedMilestoneUSD != nil {
-		per = reportUSD(*r.CostPerApprovedMilestoneUSD)
+		per = r.CostPerApprovedMilestoneUSD.Human()
 	}
 	return []string{termtext.VisibleLine(r.Key), strconv.Itoa(r.Runs), share,
 		fmt.Sprintf("%d/%d", r.MilestonesApproved, r.MilestonesTotal), strconv.Itoa(r.Calls),
@@ -276,14 +276,6 @@ func writeReportMarkdown(w io.Writer, rep state.Report) {
 		}
 		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
 	}
-}
-
-// reportUSD is an amount of dollars: cents, or four decimals below a cent.
-func reportUSD(v float64) string {
-	if v != 0 && v < 0.01 {
-		return fmt.Sprintf("$%.4f", v)
-	}
-	return fmt.Sprintf("$%.2f", v)
 }
 
 // reportCount is a token count with thousands separators.

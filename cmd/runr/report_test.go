@@ -48,9 +48,9 @@ func TestReportCountAndUSD(t *testing.T) {
 	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567"} {
 		assert.Equal(t, want, reportCount(n))
 	}
-	assert.Equal(t, "$0.0014", reportUSD(0.0014))
-	assert.Equal(t, "$0.00", reportUSD(0))
-	assert.Equal(t, "$12.50", reportUSD(12.5))
+	assert.Equal(t, "$0.0014", state.USD(0.0014).Human())
+	assert.Equal(t, "$0.00", state.USD(0).Human())
+	assert.Equal(t, "$12.50", state.USD(12.5).Human())
 }
 
 // Text an agent wrote (a model name) is printed with its control

@@ -13,6 +13,7 @@ import (
 	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/guard"
+	"github.com/runr-dev/runr/internal/initcfg"
 	"github.com/runr-dev/runr/internal/resume"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
@@ -39,6 +40,7 @@ type RunOptions struct {
 	Flags       state.Flags
 	JSON, Quiet bool
 	AutoResume  bool // continue after an auto-resumable stop
+	NoProtect   bool // clear scope.protect for this run
 	DryRun      bool // make the checks, print the plan, create nothing
 	// RunID names the run (--run-id); the same command again resumes it,
 	// or reports it when it stopped for good.
@@ -144,6 +146,12 @@ it exits 0, or with the code the run would stop with.`,
 				}
 				opts.Overrides = append(opts.Overrides, config.Override{Key: cf.key, Value: v, Source: "--" + cf.flag})
 			}
+			if opts.NoProtect {
+				if cmd.Flags().Lookup("protect").Changed {
+					return stopreasons.Errorf(stopreasons.UsageError, "--no-protect and --protect cannot be used together: --no-protect clears scope.protect for this run, --protect replaces it")
+				}
+				opts.Overrides = append(opts.Overrides, config.Override{Key: "scope.protect", Value: []string{}, Source: "--no-protect"})
+			}
 			if len(opts.AgentArgv) > 0 {
 				opts.Overrides = append(opts.Overrides,
 					config.Override{Key: "agent.kind", Value: agents.CommandKind, Source: "-- ARGV"},
@@ -170,6 +178,7 @@ it exits 0, or with the code the run would stop with.`,
 		}
 	}
 	fl.Lookup("sandbox").NoOptDefVal = config.SandboxOn
+	fl.BoolVar(&opts.NoProtect, "no-protect", false, "clear scope.protect for this run: the agent may change existing protected files (tests)")
 	fl.BoolVar(&opts.Flags.AllowDeps, "allow-deps", false, "allow the agent to change lockfiles")
 	fl.BoolVar(&opts.Flags.AllowDirty, "allow-dirty", false, "start even with uncommitted changes")
 	fl.BoolVar(&opts.Flags.ForceParallel, "force-parallel", false, "start even when a live run claims an overlapping scope")
@@ -231,6 +240,9 @@ func runRun(opts *RunOptions) error {
 			return err
 		}
 		return dryRun(opts, cfg, store, repo, taskFile, prompt)
+	}
+	if w := initcfg.TemplateWarning(prompt); w != "" {
+		fmt.Fprintf(io.Err, "runr: warning: %s\n", w)
 	}
 	store, err := opts.Store()
 	if err != nil {

@@ -321,6 +321,11 @@ func (p usageGuard) Finish(exitCode int, tail []byte) Result {
 	res.InputTokens, res.OutputTokens, res.CacheReadTokens, res.CacheWriteTokens = u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens
 	res.CostUSD, res.CostKnown = u.CostUSD, u.CostKnown
 	res.Turns = max(res.Turns, 0)
+	// A reset is recorded to the second (RFC 3339 in the stop's details):
+	// rounded up, so that a wait for it never ends before it.
+	if !res.ResetAt.IsZero() {
+		res.ResetAt = res.ResetAt.Add(time.Second - 1).Truncate(time.Second)
+	}
 	if res.Limit == LimitNone {
 		res.Limit = limitKindOf(res)
 	}

@@ -95,7 +95,7 @@ func parseResetAt(s string, now time.Time) time.Time {
 			}
 		}
 		if d > 0 {
-			return now.Add(d).Truncate(time.Second)
+			return now.Add(d)
 		}
 	}
 	return time.Time{}

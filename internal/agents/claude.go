@@ -385,8 +385,9 @@ func (p *claudeParser) Finish(exitCode int, tail []byte) Result {
 		res.ResetAt = parseResetAt(res.ErrorText+"\n"+string(tail), time.Now())
 		if p.limitRejected {
 			// The rate_limit_event is the structured record of the same
-			// limit: its reset when the text named none, and its window.
-			if res.ResetAt.IsZero() {
+			// limit, to the second where the text may name only the
+			// minute ("resets 4:38am"): its reset wins, and its window.
+			if !p.limitReset.IsZero() {
 				res.ResetAt = p.limitReset
 			}
 			if p.limitWindow != "" {

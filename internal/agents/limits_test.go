@@ -146,3 +146,25 @@ func TestWithoutNestedSession(t *testing.T) {
 	}
 	assert.NotContains(t, NestedSessionEnv, "ANTHROPIC_API_KEY")
 }
+
+type resetParser struct{ at time.Time }
+
+func (resetParser) Line([]byte) bool { return false }
+func (p resetParser) Finish(int, []byte) Result {
+	return Result{IsError: true, Class: ClassRateLimit, ErrorText: "rate limited", ResetAt: p.at}
+}
+
+// A reset is recorded to the second, rounded up: a wait for it never ends
+// before it (retry-after-ms, "try again in 1.5s").
+func TestResetRoundsUpToTheSecond(t *testing.T) {
+	base := time.Date(2026, 11, 28, 4, 38, 30, 0, time.UTC)
+	for _, tt := range []struct{ at, want time.Time }{
+		{base, base},
+		{base.Add(time.Millisecond), base.Add(time.Second)},
+		{base.Add(999 * time.Millisecond), base.Add(time.Second)},
+	} {
+		got := usageGuard{resetParser{tt.at}}.Finish(1, nil).ResetAt
+		assert.True(t, got.Equal(tt.want), "%v: got %v, want %v", tt.at, got, tt.want)
+	}
+	assert.True(t, usageGuard{resetParser{}}.Finish(1, nil).ResetAt.IsZero())
+}

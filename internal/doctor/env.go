@@ -27,6 +27,9 @@ type Check struct {
 	OK     bool             `json:"ok"`
 	Detail string           `json:"detail"`
 	Code   stopreasons.Code `json:"code"` // config_invalid for the config check, environment_invalid otherwise
+	// Warning marks a passed check whose finding may still spoil a run
+	// (no credential variable set); it does not change the verdict.
+	Warning bool `json:"warning,omitempty"`
 	// Sandbox is the sandbox check's plan for a run in the checkout.
 	Sandbox *sandbox.Plan `json:"sandbox,omitempty"`
 }
@@ -64,6 +67,9 @@ type EnvOptions struct {
 	// CredentialEnv names the variables that can hold the agent's
 	// credentials; only whether each is set is reported, never its value.
 	CredentialEnv []string
+	// CredentialWarning says that none of CredentialEnv is set
+	// (agents.CredentialWarning); "" when one is.
+	CredentialWarning string
 	// SandboxHelper is runr's executable, started as the sandbox helper to
 	// see whether a user and mount namespace can be set up; "" skips it.
 	SandboxHelper string
@@ -248,7 +254,11 @@ func checkCredentials(o EnvOptions) Check {
 		}
 		parts = append(parts, name+" "+presence)
 	}
-	return Check{Name: CheckCredentials, OK: true, Detail: strings.Join(parts, ", ")}
+	c := Check{Name: CheckCredentials, OK: true, Detail: strings.Join(parts, ", ")}
+	if o.CredentialWarning != "" {
+		c.Warning, c.Detail = true, c.Detail+"; "+o.CredentialWarning
+	}
+	return c
 }
 
 func checkVerify(root string, environ []string, cfg *config.Config) Check {

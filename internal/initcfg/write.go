@@ -252,8 +252,10 @@ func Render(p Project, kind string, found bool) string {
 	w("  # Existing files the agent may not modify, delete or rename (guard_violation,\n")
 	w("  # exit 2, rule protect); new files that match may be added. The cheapest way\n")
 	w("  # to make a failing test pass is to weaken the test: protect the tests.\n")
-	w("  # To let a run change one, remove its glob here (or set RUNR_SCOPE_PROTECT,\n")
-	w("  # or pass --protect, which replace this list for one run).\n")
+	w("  # The trade-off: a protected file cannot be edited at all, so a task that\n")
+	w("  # adds a case to an existing test file stops at its first such change.\n")
+	w("  # For such a task pass --no-protect (this run only), or remove the glob\n")
+	w("  # here; --protect GLOB or RUNR_SCOPE_PROTECT replace this list for one run.\n")
 	if len(p.Protect) > 0 {
 		w("  # The test files of %s.\n", strings.Join(p.ProtectFrom, ", "))
 		w("  protect:\n")
@@ -291,6 +293,25 @@ func Render(p Project, kind string, found bool) string {
 	return b.String()
 }
 
+// The template's milestones, which say to replace them.
+const (
+	templateFirst = "Replace this line with the first milestone: one change that verify can check"
+	templateNext  = "Replace this line with the next milestone, or delete it"
+)
+
+// TemplateWarning says that task text still holds an unchecked milestone
+// of the TASK.md template, which an agent would take as its work; "" when
+// it holds none.
+func TemplateWarning(text string) string {
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "- [ ] "+templateFirst || line == "- [ ] "+templateNext {
+			return "the task still holds the milestones of runr init's template (\"" + templateFirst + "\"): write your milestones in it before a run"
+		}
+	}
+	return ""
+}
+
 // TaskTemplate is the TASK.md Init writes when there is none.
 const TaskTemplate = `# Task
 
@@ -305,6 +326,6 @@ a run starts, and never edits it.
 Describe the change you want, the constraints the agent must respect, and
 how to tell that the work is done.
 
-- [ ] Replace this line with the first milestone: one change that verify can check
-- [ ] Replace this line with the next milestone, or delete it
+- [ ] ` + templateFirst + `
+- [ ] ` + templateNext + `
 `

@@ -7,9 +7,7 @@ package parallel
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -182,7 +180,7 @@ func newCoordinator(so supervisor.Options, st *state.State) *coordinator {
 	c := &coordinator{o: so, cfg: so.Config, store: so.Store, st: st, runDir: so.Store.RunDir(st.RunID), groups: task.Groups(st.Task.Prompt),
 		home: so.Store.WorktreePath(st.RunID), branch: guard.RunBranch(st.RunID), start: so.Now(), baseMS: st.ElapsedMS,
 		done: make(chan finished, n), live: map[int]figures{}}
-	c.integ = filepath.Join(c.home, "main")
+	c.integ = so.Store.IntegrationWorktree(st.RunID)
 	// A resumed run's budget goes on from what it spent before: the
 	// workers' stop rules judge that plus their own.
 	c.spent = figures{cost: st.Usage.CostUSD, tokens: st.Usage.InputTokens + st.Usage.OutputTokens, iterations: st.Iteration, ticks: st.Tick,
@@ -206,7 +204,7 @@ func (c *coordinator) prepare(ctx context.Context) *stopreasons.Stop {
 		return internalStop(err)
 	}
 	if head == "" {
-		return &stopreasons.Stop{Code: stopreasons.EnvironmentInvalid, Message: fmt.Sprintf("%s has no commit to start the integration branch from: commit once, then run again", c.o.Repo)}
+		return supervisor.NoBaseStop(c.o.Repo)
 	}
 	if err := os.MkdirAll(c.home, 0o755); err != nil {
 		return internalStop(stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "worktrees of run %s", c.st.RunID))

@@ -158,7 +158,7 @@ func withFeedback(task, feedback string) string {
 	return b.String()
 }
 
-func (c *coordinator) workerDir(k int) string { return filepath.Join(c.home, "w"+strconv.Itoa(k)) }
+func (c *coordinator) workerDir(k int) string { return c.store.WorkerWorktree(c.st.RunID, k) }
 
 func (c *coordinator) milestoneBranch(n int) string {
 	return guard.MilestoneBranch(c.st.RunID, n)

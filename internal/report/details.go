@@ -49,7 +49,12 @@ func details(st *state.State, r *Report) stopreasons.Details {
 		Files:     r.Evidence.Files,
 		ResetAt:   r.Evidence.ResetAt,
 	}
-	d.Stash = stashable(st, d.Files)
+	d.FilesOmitted = r.Evidence.FilesOmitted
+	if d.FilesOmitted == 0 {
+		// A stash of the listed files alone would leave the others: with
+		// files left out, no stash command is offered.
+		d.Stash = stashable(st, d.Files)
+	}
 	sd := stopreasons.StopDetails{}
 	if sr.Details != nil {
 		sd = *sr.Details

@@ -152,7 +152,10 @@ func gatherEvidence(st *state.State, runDir string, r *Report) Evidence {
 	if sr := st.StopReason; sr != nil {
 		ev.Files = []string{}
 		if d := sr.Details; d != nil {
-			ev.Files = append(ev.Files, d.Files...)
+			// A state.json of an older runr may list every file.
+			b := d.Bounded()
+			ev.Files = append(ev.Files, b.Files...)
+			ev.FilesOmitted = b.FilesOmitted
 			ev.ResetAt = d.ResetAt
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/runr-dev/runr/internal/rulestate"
 	"github.com/runr-dev/runr/internal/state"
+	"github.com/runr-dev/runr/internal/stopreasons"
 	"github.com/runr-dev/runr/internal/termtext"
 )
 
@@ -226,7 +227,7 @@ func (r *Report) writeEvidence(line func(string, ...any), p palette) {
 		}
 	}
 	if len(ev.Files) > 0 {
-		line("  Files: %s", strings.Join(ev.Files, ", "))
+		line("  Files: %s", stopreasons.ShowFiles(ev.Files, ev.FilesOmitted))
 	}
 	if ev.ResetAt != "" {
 		line("  Limit resets at: %s", ev.ResetAt)

@@ -67,8 +67,10 @@ type Evidence struct {
 	LastFailure *FailureEvidence `json:"last_failure,omitempty"`
 	Signatures  []SignatureCount `json:"signatures"`
 	Counters    state.Counters   `json:"counters"`
-	// Files are the files a guard named (stop_reason.details["files"]).
-	Files []string `json:"files"`
+	// Files are the files a guard named (stop_reason.details["files"]), at
+	// most stopreasons.MaxDetailFiles; FilesOmitted counts the others.
+	Files        []string `json:"files"`
+	FilesOmitted int      `json:"files_omitted,omitempty"`
 	// ResetAt is when a provider's rate limit resets, if the agent said.
 	ResetAt       string           `json:"reset_at,omitempty"`
 	Usage         state.Usage      `json:"usage"`

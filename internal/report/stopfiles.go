@@ -155,7 +155,7 @@ func (r *Report) mdEvidence(line mdLine) {
 			line("- signature `%s`: %d time(s), ticks %d-%d", mdCode(s.Signature), s.Count, s.FirstTick, s.LastTick)
 		}
 		if len(ev.Files) > 0 {
-			line("- files: %s", mdCell(strings.Join(ev.Files, ", ")))
+			line("- files: %s", mdCell(stopreasons.ShowFiles(ev.Files, ev.FilesOmitted)))
 		}
 	}
 }

@@ -126,7 +126,9 @@ func (t *Transcript) Event(ev state.Event) {
 		t.processEnded(ev, d)
 	case state.GuardEvent:
 		t.writeHeader(ev)
-		t.printf("  guard %s: %s\n", line(d.Rule), line(strings.Join(d.Files, ", ")))
+		// An older runr's event may list every file: shown bounded too.
+		files, more := stopreasons.FirstFiles(d.Files)
+		t.printf("  guard %s: %s\n", line(d.Rule), line(stopreasons.ShowFiles(files, more+d.FilesOmitted)))
 	case state.AttemptEvent:
 		t.writeHeader(ev)
 		if d.Signature != "" {

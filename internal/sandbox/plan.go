@@ -45,12 +45,13 @@ type Input struct {
 // helper applies; a refusal is in the plan's Decision, an error is one of
 // the inputs (a sandbox.writable entry) or of the file system.
 func MakePlan(ctx context.Context, in Input) (Plan, Policy, error) {
-	plan := Plan{Decision: Decision{Mode: ModeOff}}
+	// The kernel's facts are the plan's even with the sandbox off: doctor
+	// shows them beside its text, which names them.
+	plan := Plan{Decision: Decision{Mode: ModeOff}, ABI: ABI(), Kernel: Kernel()}
 	if in.Mode == "" || in.Mode == ModeOff {
 		return plan, Policy{}, nil
 	}
-	f := Facts{Mode: in.Mode, ABI: ABI(), Kernel: Kernel()}
-	plan.ABI, plan.Kernel = f.ABI, f.Kernel
+	f := Facts{Mode: in.Mode, ABI: plan.ABI, Kernel: plan.Kernel}
 	gitPath := filepath.Join(in.WorkTree, ".git")
 	_, err := os.Lstat(gitPath)
 	hasGit := err == nil

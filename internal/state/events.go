@@ -131,8 +131,10 @@ type AttemptEvent struct {
 
 // GuardEvent: a guard found changed files it does not allow.
 type GuardEvent struct {
-	Rule  string   `json:"rule"` // scope, protect, git_metadata or lockfiles
-	Files []string `json:"files"`
+	Rule  string   `json:"rule"`  // scope, protect, git_metadata or lockfiles
+	Files []string `json:"files"` // at most stopreasons.MaxDetailFiles
+	// FilesOmitted counts the files caught beyond Files.
+	FilesOmitted int `json:"files_omitted,omitempty"`
 	// Rules are the rule that caught each file, with its pattern; the
 	// lockfile guard has one rule.
 	Rules []string `json:"rules,omitempty"`

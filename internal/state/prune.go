@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -249,6 +250,18 @@ func (s *Store) removeLeftoverPrunes() {
 // directory of a parallel run's worktrees: <store>/worktrees/<id>.
 func (s *Store) WorktreePath(id string) string {
 	return filepath.Join(s.Home, worktreesDir, id)
+}
+
+// IntegrationWorktree is where a parallel run's integration branch is
+// checked out: <store>/worktrees/<id>/main.
+func (s *Store) IntegrationWorktree(id string) string {
+	return filepath.Join(s.WorktreePath(id), "main")
+}
+
+// WorkerWorktree is worker k's worktree of a parallel run:
+// <store>/worktrees/<id>/w<k>.
+func (s *Store) WorkerWorktree(id string, k int) string {
+	return filepath.Join(s.WorktreePath(id), "w"+strconv.Itoa(k))
 }
 
 // firstSentence is an error's message up to its first "; ", which is

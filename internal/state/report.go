@@ -26,10 +26,10 @@ const ReportAll = "all"
 
 // ReportRow sums up a set of runs (all of them, or one group of --by).
 type ReportRow struct {
-	Key            string  `json:"key"`
-	Runs           int     `json:"runs"`
-	Completed      int     `json:"completed"`
-	CompletedShare float64 `json:"completed_share"` // completed / runs, 0..1
+	Key            string `json:"key"`
+	Runs           int    `json:"runs"`
+	Completed      int    `json:"completed"`
+	CompletedShare Rate   `json:"completed_share"` // completed / runs, 0..1
 	// StopReasons counts the runs by stop reason; a run without one is
 	// counted under its status in parentheses: (running), (crashed).
 	StopReasons        map[string]int `json:"stop_reasons"`
@@ -40,14 +40,14 @@ type ReportRow struct {
 	CacheReadTokens    int64          `json:"cache_read_tokens"`
 	CacheWriteTokens   int64          `json:"cache_write_tokens"`
 	OutputTokens       int64          `json:"output_tokens"`
-	CostUSD            float64        `json:"cost_usd"`
+	CostUSD            USD            `json:"cost_usd"`
 	// CostSource is where the cost came from: reported, estimated,
 	// unknown, mixed, or "" when no call is recorded.
 	CostSource string `json:"cost_source"`
 	ElapsedMS  int64  `json:"elapsed_ms"`
 	// CostPerApprovedMilestoneUSD is CostUSD / MilestonesApproved; nil
 	// without an approved milestone.
-	CostPerApprovedMilestoneUSD *float64 `json:"cost_per_approved_milestone_usd"`
+	CostPerApprovedMilestoneUSD *USD `json:"cost_per_approved_milestone_usd"`
 }
 
 // Report is `runr report`: the runs' totals and, with a grouping, a row
@@ -174,7 +174,7 @@ func (r *ReportRow) addUsage(m ModelUsage) {
 	r.CacheReadTokens += m.CacheReadTokens
 	r.CacheWriteTokens += m.CacheWriteTokens
 	r.OutputTokens += m.OutputTokens
-	r.CostUSD += m.CostUSD
+	r.CostUSD += USD(m.CostUSD)
 }
 
 func (r *ReportRow) finish() {
@@ -182,10 +182,10 @@ func (r *ReportRow) finish() {
 		r.StopReasons = map[string]int{}
 	}
 	if r.Runs > 0 {
-		r.CompletedShare = float64(r.Completed) / float64(r.Runs)
+		r.CompletedShare = Rate(float64(r.Completed) / float64(r.Runs))
 	}
 	if r.MilestonesApproved > 0 {
-		per := r.CostUSD / float64(r.MilestonesApproved)
+		per := r.CostUSD / USD(r.MilestonesApproved)
 		r.CostPerApprovedMilestoneUSD = &per
 	}
 }

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -31,6 +32,8 @@ func reportRuns() []*Summary {
 
 func ptr(f float64) *float64 { return &f }
 
+func usdPtr(f USD) *USD { return &f }
+
 func TestBuildReportTotal(t *testing.T) {
 	rep := BuildReport(reportRuns(), "")
 	assert.Empty(t, rep.Rows)
@@ -38,7 +41,7 @@ func TestBuildReportTotal(t *testing.T) {
 		StopReasons:        map[string]int{"complete": 2, "verification_failed": 1, "(crashed)": 1},
 		MilestonesApproved: 4, MilestonesTotal: 10, Calls: 5,
 		InputTokens: 2600, CacheReadTokens: 1000, CacheWriteTokens: 40, OutputTokens: 260,
-		CostUSD: 2, CostSource: CostMixed, ElapsedMS: 91500, CostPerApprovedMilestoneUSD: ptr(0.5)}, rep.Total)
+		CostUSD: 2, CostSource: CostMixed, ElapsedMS: 91500, CostPerApprovedMilestoneUSD: usdPtr(0.5)}, rep.Total)
 	assert.Equal(t, []string{"complete 2", "(crashed) 1", "verification_failed 1"}, rep.Total.StopReasonList())
 }
 
@@ -67,13 +70,13 @@ func TestBuildReportGroups(t *testing.T) {
 	assert.Equal(t, 2, sonnet.Calls)
 	assert.Equal(t, int64(400), sonnet.InputTokens)
 	assert.Equal(t, int64(1000), sonnet.CacheReadTokens)
-	assert.Equal(t, 0.75, sonnet.CostUSD, "sonnet's own cost, not its runs'")
+	assert.Equal(t, USD(0.75), sonnet.CostUSD, "sonnet's own cost, not its runs'")
 	assert.Equal(t, 3, sonnet.MilestonesApproved)
-	assert.Equal(t, 0.25, *sonnet.CostPerApprovedMilestoneUSD)
+	assert.Equal(t, USD(0.25), *sonnet.CostPerApprovedMilestoneUSD)
 	assert.Equal(t, CostReported, sonnet.CostSource)
 	local := byKey(rep.Rows, "local")
 	assert.Equal(t, CostEstimated, local.CostSource)
-	assert.Equal(t, 0.25, local.CostUSD)
+	assert.Equal(t, USD(0.25), local.CostUSD)
 	none := byKey(rep.Rows, ModelNone)
 	assert.Equal(t, 1, none.Runs, "a run without a call")
 	assert.Nil(t, none.CostPerApprovedMilestoneUSD)
@@ -82,13 +85,13 @@ func TestBuildReportGroups(t *testing.T) {
 
 	rep = BuildReport(reportRuns(), ByAgent)
 	assert.Equal(t, []string{"claude", "command", ModelNone}, keys(rep.Rows))
-	assert.Equal(t, 1.75, rep.Rows[0].CostUSD)
+	assert.Equal(t, USD(1.75), rep.Rows[0].CostUSD)
 	assert.Equal(t, 2, rep.Rows[0].Runs)
 
 	rep = BuildReport(reportRuns(), ByReason)
 	assert.Equal(t, []string{"complete", "verification_failed", "(crashed)"}, keys(rep.Rows))
 	assert.Equal(t, 2, rep.Rows[0].Runs)
-	assert.Equal(t, 1.0, rep.Rows[0].CompletedShare)
+	assert.Equal(t, Rate(1), rep.Rows[0].CompletedShare)
 	assert.Equal(t, map[string]int{"(crashed)": 1}, rep.Rows[2].StopReasons)
 
 	rep = BuildReport(reportRuns(), ByDay)
@@ -103,7 +106,7 @@ func TestBuildReportOfNoRuns(t *testing.T) {
 		require.NotNil(t, rep.Rows)
 		assert.Empty(t, rep.Rows)
 		assert.Equal(t, 0, rep.Total.Runs)
-		assert.Equal(t, 0.0, rep.Total.CompletedShare)
+		assert.Equal(t, Rate(0), rep.Total.CompletedShare)
 		assert.Nil(t, rep.Total.CostPerApprovedMilestoneUSD)
 		assert.NotNil(t, rep.Total.StopReasons)
 	}
@@ -117,7 +120,30 @@ func TestBuildReportOfAnOldRun(t *testing.T) {
 	rep := BuildReport([]*Summary{old}, ByModel)
 	require.Len(t, rep.Rows, 1)
 	assert.Equal(t, ModelNone, rep.Rows[0].Key)
-	assert.Equal(t, 0.5, rep.Rows[0].CostUSD)
+	assert.Equal(t, USD(0.5), rep.Rows[0].CostUSD)
 	assert.Equal(t, CostEstimated, rep.Rows[0].CostSource)
 	assert.Equal(t, int64(10), rep.Total.InputTokens)
+}
+
+// Money and rates are written at one fixed precision, without the noise of
+// floating-point sums, in JSON as in CSV (both use String).
+func TestReportFiguresHaveAFixedPrecision(t *testing.T) {
+	for _, tt := range []struct {
+		v    USD
+		want string
+	}{{0.01 + 0.05, "0.06"}, {0, "0"}, {1.5, "1.5"}, {0.0000004, "0"}, {0.0000006, "0.000001"}, {-0.0000001, "0"}, {12.3456789, "12.345679"}} {
+		assert.Equal(t, tt.want, tt.v.String(), "%v", float64(tt.v))
+		b, err := json.Marshal(tt.v)
+		require.NoError(t, err)
+		assert.Equal(t, tt.want, string(b))
+	}
+	for _, tt := range []struct {
+		v    Rate
+		want string
+	}{{1.0 / 3, "0.3333"}, {0.6, "0.6"}, {0.1 + 0.2, "0.3"}, {1, "1"}} {
+		assert.Equal(t, tt.want, tt.v.String(), "%v", float64(tt.v))
+	}
+	assert.Equal(t, "33%", Rate(1.0/3).Percent())
+	assert.Equal(t, "$0.06", (USD(0.01) + USD(0.05)).Human())
+	assert.Equal(t, "$0.0042", USD(0.0042).Human())
 }

@@ -20,7 +20,8 @@ type Details struct {
 	MilestoneGoal string   //
 	Command       string   // the failing command or agent program
 	Signature     string   // an error signature
-	Files         []string // files a guard named
+	Files         []string // files a guard named, at most MaxDetailFiles
+	FilesOmitted  int      // the files a guard named beyond those
 	Stash         []string // of Files, those a stash may take: all but the run's task and config files
 	Other         string   // another run's id (collisions)
 	ResetAt       string   // when a rate limit resets
@@ -34,6 +35,8 @@ type Details struct {
 var funcs = template.FuncMap{
 	"join":      strings.Join,
 	"paths":     ShowPaths,
+	"files":     ShowFiles,
+	"count":     func(files []string, omitted int) int { return len(files) + omitted },
 	"hasPrefix": strings.HasPrefix,
 	"shellJoin": ShellJoin,
 	"plural":    plural,
@@ -102,7 +105,35 @@ func IsCommand(action string) bool {
 	return strings.HasPrefix(action, "runr ") || strings.HasPrefix(action, "git ")
 }
 
-func render(text string, d Details) string {
+// Explain fills the reason's diagnosis and next actions with placeholders
+// (<value>, <run-id>, <approved>), for explaining a reason without a run.
+// Numbers are shown as names too: a "0 of 0 milestones approved" would read
+// as a figure of some run.
+func (r Reason) Explain() (diagnosis string, actions []string) {
+	data := placeholderData()
+	diagnosis = strings.TrimSpace(render(r.Diagnosis, data))
+	for _, a := range r.NextActions {
+		if s := render(a, data); s != "" {
+			actions = append(actions, s)
+		}
+	}
+	return diagnosis, actions
+}
+
+// placeholderData is Placeholders as template data, with the numeric fields
+// shown as names; TestPlaceholderDataNamesEveryField keeps it in step with
+// Details.
+func placeholderData() map[string]any {
+	ph := Placeholders()
+	return map[string]any{
+		"RunID": ph.RunID, "Condition": ph.Condition, "Value": ph.Value, "Threshold": ph.Threshold,
+		"Message": ph.Message, "Milestone": "<milestone>", "MilestoneGoal": ph.MilestoneGoal, "Command": ph.Command,
+		"Signature": ph.Signature, "Files": ph.Files, "FilesOmitted": 0, "Stash": ph.Stash, "Other": ph.Other, "ResetAt": ph.ResetAt,
+		"LimitKind": ph.LimitKind, "Tick": "<tick>", "Approved": "<approved>", "Total": "<total>", "Grant": ph.Grant,
+	}
+}
+
+func render(text string, d any) string {
 	t, err := template.New("").Funcs(funcs).Parse(text)
 	if err != nil {
 		// The registry test parses every template, so this is a bug.

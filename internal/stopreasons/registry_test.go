@@ -2,10 +2,12 @@ package stopreasons
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"reflect"
 	"strings"
 	"testing"
 	"text/template"
@@ -280,4 +282,59 @@ func TestDiagnosesCountOneInTheSingular(t *testing.T) {
 	assert.Contains(t, MustLookup(MaxTicks).Diagnose(Details{Threshold: "1", Total: 3}), "used its 1 tick;")
 	assert.Contains(t, MustLookup(MaxTicks).Diagnose(Details{Threshold: "200", Total: 3}), "used its 200 ticks;")
 	assert.Contains(t, MustLookup(Complete).Diagnose(Details{Approved: 1, Total: 1}), "1 of 1 milestone approved")
+}
+
+// TestPlaceholderDataNamesEveryField: every field of Details has a
+// placeholder, so no reason explained without a run shows a zero as if it
+// were a run's figure.
+func TestPlaceholderDataNamesEveryField(t *testing.T) {
+	data := placeholderData()
+	typ := reflect.TypeOf(Details{})
+	for i := range typ.NumField() {
+		name := typ.Field(i).Name
+		v, ok := data[name]
+		require.True(t, ok, "placeholderData has no %s", name)
+		if s, isString := v.(string); isString {
+			assert.True(t, strings.HasPrefix(s, "<"), "%s: %q is not a placeholder", name, s)
+		}
+	}
+	assert.Len(t, data, typ.NumField())
+	for _, r := range All() {
+		diag, acts := r.Explain()
+		assert.NotContains(t, diag, "template error", r.Code)
+		assert.NotContains(t, diag, "<no value>", r.Code)
+		assert.NotRegexp(t, `\b0 of 0\b|[Mm]ilestone 0\b|tick 0\b`, diag, r.Code)
+		for _, a := range acts {
+			assert.NotContains(t, a, "template error", r.Code)
+		}
+	}
+}
+
+// A stop's details list at most MaxDetailFiles files, each with its rule,
+// the committed files among them, and count the rest; the diagnosis counts
+// them all and says how many it left out.
+func TestStopDetailsBounded(t *testing.T) {
+	var files, rules []string
+	for i := range 250 {
+		files = append(files, fmt.Sprintf("f%03d.txt", i))
+		rules = append(rules, "scope.allow src/**")
+	}
+	d := StopDetails{Files: files, Rules: rules, Committed: []string{"f001.txt", "f200.txt"}}.Bounded()
+	assert.Len(t, d.Files, MaxDetailFiles)
+	assert.Len(t, d.Rules, MaxDetailFiles)
+	assert.Equal(t, 150, d.FilesOmitted)
+	assert.Equal(t, []string{"f001.txt"}, d.Committed)
+	assert.Equal(t, "f000.txt", d.Files[0])
+	again := d.Bounded()
+	assert.Equal(t, d, again, "bounding twice changes nothing")
+	small := StopDetails{Files: []string{"a"}, Rules: []string{"r"}}
+	assert.Equal(t, small, small.Bounded())
+
+	diag := MustLookup(GuardViolation).Diagnose(Details{Condition: "scope.allow", Files: d.Files, FilesOmitted: d.FilesOmitted})
+	assert.Contains(t, diag, "changed 250 files")
+	assert.True(t, strings.HasSuffix(diag, "f099.txt and 150 more."), diag)
+	assert.Equal(t, "a, b", ShowFiles([]string{"a", "b"}, 0))
+	shown, rest := FirstFiles(files)
+	assert.Len(t, shown, MaxDetailFiles)
+	assert.Equal(t, 150, rest)
 }

@@ -1,6 +1,10 @@
 package stopreasons
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+)
 
 // Stop is one stop of a run: its reason, the rule or event that decided it
 // with its figures, and the evidence. The same value goes from the
@@ -37,9 +41,12 @@ type StopDetails struct {
 	// Guards (constraint family): the files, the rule each one broke, and
 	// those the agent committed itself (undoing them takes more than a
 	// stash).
-	Files     []string `json:"files,omitempty"`
-	Rules     []string `json:"rules,omitempty"`
-	Committed []string `json:"committed,omitempty"`
+	// Files lists at most MaxDetailFiles files; FilesOmitted counts the
+	// others (Bounded).
+	Files        []string `json:"files,omitempty"`
+	FilesOmitted int      `json:"files_omitted,omitempty"`
+	Rules        []string `json:"rules,omitempty"`
+	Committed    []string `json:"committed,omitempty"`
 	// Other is the live run whose claim overlaps (file_collision).
 	Other string `json:"other,omitempty"`
 
@@ -53,6 +60,54 @@ type StopDetails struct {
 	// Unapproved counts the milestones a skip-mode run finished without
 	// approving.
 	Unapproved int `json:"unapproved,omitempty"`
+}
+
+// MaxDetailFiles is how many files a stop's details list (DESIGN §5): an
+// agent that changed 100,000 files must not make a state.json, a summary
+// or a report of that size.
+const MaxDetailFiles = 100
+
+// Bounded is d with at most MaxDetailFiles files, the rule of each kept
+// file, and the committed files among them; FilesOmitted counts the files
+// left out, with those already left out.
+func (d StopDetails) Bounded() StopDetails {
+	if len(d.Files) <= MaxDetailFiles {
+		return d
+	}
+	d.FilesOmitted += len(d.Files) - MaxDetailFiles
+	d.Files = slices.Clone(d.Files[:MaxDetailFiles])
+	if len(d.Rules) > MaxDetailFiles {
+		d.Rules = slices.Clone(d.Rules[:MaxDetailFiles])
+	}
+	if d.Committed != nil {
+		kept := []string{}
+		for _, f := range d.Committed {
+			if slices.Contains(d.Files, f) {
+				kept = append(kept, f)
+			}
+		}
+		d.Committed = kept
+	}
+	return d
+}
+
+// FirstFiles is files as a message lists them: at most MaxDetailFiles,
+// and the number left out.
+func FirstFiles(files []string) ([]string, int) {
+	if len(files) <= MaxDetailFiles {
+		return files, 0
+	}
+	return files[:MaxDetailFiles], len(files) - MaxDetailFiles
+}
+
+// ShowFiles joins file names for a line of text as ShowPaths does, and
+// says how many more there are: "a.go, b.go and 99900 more".
+func ShowFiles(files []string, omitted int) string {
+	s := ShowPaths(files)
+	if omitted > 0 {
+		s += fmt.Sprintf(" and %d more", omitted)
+	}
+	return s
 }
 
 // MarshalJSON writes the details, and for a guard's stop (one that names the

@@ -62,7 +62,7 @@ var table = []Reason{
 	{
 		Code: GuardViolation, Title: "Change outside the allowed scope", Family: FamilyConstraint, ExitCode: 2, Category: CategoryGuardrail,
 		When:      "a changed file is outside scope.allow or inside scope.deny, or a file that existed at the start and matches scope.protect was modified, deleted or renamed",
-		Diagnosis: `{{if eq .Condition "protect"}}The agent modified, deleted or renamed {{plural (len .Files) "protected file"}} that existed when the run started (scope.protect): {{paths .Files}}.{{else}}The agent changed {{plural (len .Files) "file"}} outside its scope ({{.Condition}}): {{paths .Files}}.{{end}}`,
+		Diagnosis: `{{if eq .Condition "protect"}}The agent modified, deleted or renamed {{plural (count .Files .FilesOmitted) "protected file"}} that existed when the run started (scope.protect): {{files .Files .FilesOmitted}}.{{else}}The agent changed {{plural (count .Files .FilesOmitted) "file"}} outside its scope ({{.Condition}}): {{files .Files .FilesOmitted}}.{{end}}`,
 		NextActions: []string{
 			"{{if eq .Condition \"protect\"}}restore the protected files (the stash below), or remove their glob from scope.protect (--protect) in runr.yaml if the change is wanted{{else}}revert the out-of-scope changes, or widen scope.allow / narrow scope.deny in runr.yaml{{end}}",
 			"git stash push --include-untracked -- {{shellJoin .Stash}}",
@@ -72,7 +72,7 @@ var table = []Reason{
 	{
 		Code: LockfileViolation, Title: "Lockfile changed", Family: FamilyConstraint, ExitCode: 3, Category: CategoryGuardrail,
 		When:      "a lockfile changed without --allow-deps",
-		Diagnosis: `The agent changed dependency lockfile(s) {{paths .Files}} and the run does not allow dependency changes.`,
+		Diagnosis: `The agent changed dependency lockfile(s) {{files .Files .FilesOmitted}} and the run does not allow dependency changes.`,
 		NextActions: []string{
 			"if the dependency change is wanted, allow it:",
 			"runr resume {{.RunID}} --allow-deps",
@@ -81,7 +81,7 @@ var table = []Reason{
 	{
 		Code: DirtyWorktree, Title: "Uncommitted changes before the run", Family: FamilyConstraint, ExitCode: 4, Category: CategoryGuardrail,
 		When:      "uncommitted changes before the run, without --allow-dirty",
-		Diagnosis: `The checkout had {{plural (len .Files) "uncommitted change"}} before the run started: {{paths .Files}}.`,
+		Diagnosis: `The checkout had {{plural (count .Files .FilesOmitted) "uncommitted change"}} before the run started: {{files .Files .FilesOmitted}}.`,
 		NextActions: []string{
 			"commit or stash your changes, or run with --allow-dirty (or --worktree to leave this checkout alone); the stash below keeps the task and config files",
 			"git stash push --include-untracked -- {{shellJoin .Stash}}",
@@ -91,7 +91,7 @@ var table = []Reason{
 	{
 		Code: FileCollision, Title: "Another live run claims the same files", Family: FamilyConstraint, ExitCode: 5, Category: CategoryGuardrail,
 		When:      "a live run of the same checkout claims an overlapping scope, without --force-parallel",
-		Diagnosis: `Run {{.Other}} is live on this checkout and claims an overlapping scope ({{paths .Files}}).`,
+		Diagnosis: `Run {{.Other}} is live on this checkout and claims an overlapping scope ({{files .Files .FilesOmitted}}).`,
 		NextActions: []string{
 			"wait for the other run, give the runs disjoint scope.allow, or use --worktree",
 			"runr status {{.Other}}",

@@ -114,17 +114,39 @@ func (s *Supervisor) untouchedFiles(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// ownFiles are the task and config files, which a checkpoint commit never
-// takes.
+// ownFiles are the task and config files, runr's input rather than the
+// user's changes: the dirty check passes them and a checkpoint commit never
+// takes them. A run given its task as text (--prompt) counts the task file
+// the config names (the TASK.md runr init wrote beside runr.yaml) as its
+// own too.
 func (s *Supervisor) ownFiles() []string {
 	var out []string
 	if s.o.TaskFile != "" {
 		out = append(out, s.o.TaskFile)
+	} else if f := s.configuredTask(); f != "" {
+		out = append(out, f)
 	}
 	if f := s.configFile(); f != "" {
 		out = append(out, f)
 	}
 	return out
+}
+
+// configuredTask is the task file the config names (task:, relative to
+// the repository), relative to the repository; "" when it names none or
+// one outside.
+func (s *Supervisor) configuredTask() string {
+	task := s.cfg.Task
+	if task == "" {
+		return ""
+	}
+	if !filepath.IsAbs(task) {
+		task = filepath.Join(s.o.Repo, task)
+	}
+	if rel, err := filepath.Rel(s.o.Repo, task); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return ""
 }
 
 // configFile is the run's config file relative to the repository; "" when

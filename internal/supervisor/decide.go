@@ -204,36 +204,44 @@ func (d *Decision) guards(g *GuardFacts, run Run, r Rules) (result, bool) {
 	violations := append(append([]guard.Violation(nil), g.Meta...), g.Scope...)
 	if len(violations) > 0 || len(g.Protected) > 0 {
 		var files, rules, ruleNames, msgs []string
-		named := func(vs []guard.Violation, kind string) []string {
+		// named lists the first violations of vs in the message and the
+		// guard event, and counts the others (stopreasons.MaxDetailFiles);
+		// every one goes into the details, which the stop's record bounds.
+		named := func(vs []guard.Violation, kind string) ([]string, int) {
 			var out, evFiles, evRules []string
-			for _, v := range vs {
+			for i, v := range vs {
 				rule := v.Rule
 				if v.Pattern != "" {
 					rule += " " + v.Pattern
 				}
-				files, rules, evFiles, evRules = append(files, v.Path), append(rules, rule), append(evFiles, v.Path), append(evRules, rule)
+				files, rules = append(files, v.Path), append(rules, rule)
 				if !slices.Contains(ruleNames, v.Rule) {
 					ruleNames = append(ruleNames, v.Rule)
 				}
+				if i >= stopreasons.MaxDetailFiles {
+					continue
+				}
+				evFiles, evRules = append(evFiles, v.Path), append(evRules, rule)
 				if v.Change != "" {
 					rule += ", " + v.Change
 				}
 				out = append(out, fmt.Sprintf("%q (%s%s)", v.Path, rule, committedNote(g.Committed, v.Path)))
 			}
+			omitted := len(vs) - len(out)
 			if len(vs) > 0 {
-				d.Events = append(d.Events, state.GuardEvent{Rule: kind, Files: evFiles, Rules: evRules})
+				d.Events = append(d.Events, state.GuardEvent{Rule: kind, Files: evFiles, FilesOmitted: omitted, Rules: evRules})
 			}
-			return out
+			return out, omitted
 		}
-		if out := named(violations, "scope"); len(out) > 0 {
-			msg := fmt.Sprintf("%d changed file(s) outside the scope: %s", len(out), strings.Join(out, ", "))
+		if out, omitted := named(violations, "scope"); len(out) > 0 {
+			msg := fmt.Sprintf("%d changed file(s) outside the scope: %s", len(out)+omitted, listed(out, omitted))
 			if len(g.Meta) > 0 {
 				msg += " (" + guard.RuleGitMetadata + ": git's own config, info and hooks files, which can make git run programs or hide changes, are outside every scope)"
 			}
 			msgs = append(msgs, msg)
 		}
-		if out := named(g.Protected, stopreasons.RuleProtect); len(out) > 0 {
-			msgs = append(msgs, fmt.Sprintf("%d protected file(s) changed: %s; %s", len(out), strings.Join(out, ", "), stopreasons.ProtectAdvice))
+		if out, omitted := named(g.Protected, stopreasons.RuleProtect); len(out) > 0 {
+			msgs = append(msgs, fmt.Sprintf("%d protected file(s) changed: %s; %s", len(out)+omitted, listed(out, omitted), stopreasons.ProtectAdvice))
 		}
 		return result{Event: Event{Outcome: ScopeViolated}, stop: &stop{Stop: stopreasons.Stop{Condition: strings.Join(ruleNames, ", "),
 			Message: strings.Join(msgs, "; "),
@@ -241,16 +249,29 @@ func (d *Decision) guards(g *GuardFacts, run Run, r Rules) (result, bool) {
 	}
 	if locks := g.Lockfiles; !r.AllowDeps && len(locks) > 0 {
 		var rules, named []string
-		for _, l := range locks {
+		first, omitted := stopreasons.FirstFiles(locks)
+		for range locks {
 			rules = append(rules, "scope.lockfiles")
+		}
+		for _, l := range first {
 			named = append(named, fmt.Sprintf("%q (scope.lockfiles%s)", l, committedNote(g.Committed, l)))
 		}
-		d.Events = append(d.Events, state.GuardEvent{Rule: "lockfiles", Files: locks})
+		d.Events = append(d.Events, state.GuardEvent{Rule: "lockfiles", Files: first, FilesOmitted: omitted})
 		return result{Event: Event{Outcome: LockfileChanged}, stop: &stop{Stop: stopreasons.Stop{Condition: "scope.lockfiles",
-			Message: fmt.Sprintf("lockfile(s) changed without --allow-deps: %s", strings.Join(named, ", ")),
+			Message: fmt.Sprintf("lockfile(s) changed without --allow-deps: %s", listed(named, omitted)),
 			Details: &stopreasons.StopDetails{Files: locks, Rules: rules, Committed: onlyIn(g.Committed, locks)}}}}, true
 	}
 	return result{}, false
+}
+
+// listed joins the named files of a guard's message, and says how many
+// more it left out.
+func listed(named []string, omitted int) string {
+	s := strings.Join(named, ", ")
+	if omitted > 0 {
+		s += fmt.Sprintf(" and %d more", omitted)
+	}
+	return s
 }
 
 // agent judges a call that ended by itself from the adapter's reading of

@@ -7,8 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/runr-dev/runr/internal/agents"
+	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/sandbox"
+	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/task"
 )
 
 // Plan is what a new run would do, as far as the checks before its first
@@ -25,8 +29,10 @@ type Plan struct {
 	// the worktree a run creates (named for the run, so "<run id>" here).
 	Dir string
 	// Dirty is the uncommitted changes that count for the dirty check
-	// (the task and config files do not): allowed with --allow-dirty.
-	Dirty []string
+	// (the task and config files do not): allowed with --allow-dirty. At
+	// most stopreasons.MaxDetailFiles; DirtyOmitted counts the others.
+	Dirty        []string
+	DirtyOmitted int
 	// Programs is the programs of the verify commands and custom scripts,
 	// as found on PATH.
 	Programs []FoundProgram
@@ -39,6 +45,29 @@ type Plan struct {
 	// Stop is the stop the run would make before its first tick; nil when
 	// it would start.
 	Stop *stopreasons.Stop
+	// Warnings are what would not stop the run but may spoil it (no
+	// credential variable set); the caller adds its own.
+	Warnings []string
+	// Parallel is the layout of a parallel run (parallel.workers > 1);
+	// nil for a sequential one.
+	Parallel *PlanParallel
+}
+
+// PlanParallel is how a parallel run would work (DESIGN §11): its workers'
+// worktrees, the groups of milestones, the integration branch.
+type PlanParallel struct {
+	Workers int `json:"workers"`
+	// Groups are the milestones (numbered from 1) of each group, in task
+	// order; the milestones of one group may be worked at once.
+	Groups [][]int `json:"groups"`
+	// Worktrees are the workers' worktrees, Branch the integration branch
+	// and Integration its worktree, all named for the run ("<run id>").
+	Worktrees       []string `json:"worker_worktrees"`
+	Branch          string   `json:"integration_branch"`
+	Integration     string   `json:"integration_worktree"`
+	MilestoneBranch string   `json:"milestone_branch"` // a milestone's branch, with <N> for its number
+	Base            string   `json:"base"`             // the commit the integration branch would start from
+	MaxRequeues     int      `json:"max_requeues"`
 }
 
 // PlanAgent is the agent a run would call.
@@ -67,6 +96,12 @@ type Check struct {
 // directory, lock, claim or worktree, and the store is only read. The
 // agent program is asked for its version, as a run does, and not called.
 func DryRun(ctx context.Context, o Options) *Plan {
+	parallel := o.Config.Parallel.Workers > 1
+	if parallel {
+		// A parallel run's workers work in worktrees of their own, as
+		// --worktree does: no dirty check, no claim on the checkout.
+		o.Flags.Worktree = true
+	}
 	s := New(o)
 	s.dir = o.Repo
 	s.st = s.newState("", s.o.Now().UTC())
@@ -77,15 +112,47 @@ func DryRun(ctx context.Context, o Options) *Plan {
 	if o.Flags.Worktree {
 		p.Dir = filepath.Join(s.store.Home, "worktrees", "<run id>")
 	}
+	var checks []func(context.Context) (string, *stop)
 	d := &dryRun{s: s, o: o, p: p}
-	for _, check := range []func(context.Context) (string, *stop){d.scope, d.agent, d.fallbacks, d.tree, d.programs, d.sandbox, d.collisions} {
+	if parallel {
+		p.Parallel = parallelPlan(s, o)
+		// The agents work in the workers' worktrees; the first stands for
+		// all of them in what the sandbox would let them write.
+		p.Dir = p.Parallel.Worktrees[0]
+		checks = append(checks, d.base)
+	}
+	checks = append(checks, d.scope, d.agent, d.fallbacks, d.tree, d.programs, d.sandbox, d.collisions)
+	for _, check := range checks {
 		if name, sp := check(ctx); sp != nil {
 			p.Checks = append(p.Checks, Check{Name: name, Detail: sp.Message})
 			p.Stop = &sp.Stop
+			if d := p.Stop.Details; d != nil {
+				b := d.Bounded()
+				p.Stop.Details = &b
+			}
 			return p
 		}
 	}
 	return p
+}
+
+// parallelPlan is the layout a parallel run of s would have.
+func parallelPlan(s *Supervisor, o Options) *PlanParallel {
+	const id = "<run id>"
+	n := min(s.cfg.Parallel.Workers, state.MaxWorkers)
+	pp := &PlanParallel{Workers: n, Branch: guard.RunBranch(id), Integration: s.store.IntegrationWorktree(id),
+		MilestoneBranch: guard.MilestoneBranch(id, 0), MaxRequeues: s.cfg.Parallel.MaxRequeues}
+	pp.MilestoneBranch = strings.TrimSuffix(pp.MilestoneBranch, "0") + "<N>"
+	for k := 1; k <= n; k++ {
+		pp.Worktrees = append(pp.Worktrees, s.store.WorkerWorktree(id, k))
+	}
+	for i, g := range task.Groups(o.Prompt) {
+		if g >= len(pp.Groups) {
+			pp.Groups = append(pp.Groups, nil)
+		}
+		pp.Groups[g] = append(pp.Groups[g], i+1)
+	}
+	return pp
 }
 
 // dryRun is a DryRun under way: the supervisor that makes the checks, and
@@ -99,6 +166,27 @@ type dryRun struct {
 
 func (d *dryRun) ok(name, detail string) {
 	d.p.Checks = append(d.p.Checks, Check{Name: name, OK: true, Detail: detail})
+}
+
+// base is a parallel run's first step: the integration branch starts from
+// the checkout's HEAD, which must exist.
+func (d *dryRun) base(ctx context.Context) (string, *stop) {
+	head, err := guard.Head(ctx, d.o.Repo)
+	if err != nil {
+		return "integration branch", internalStop(err)
+	}
+	if head == "" {
+		return "integration branch", &stop{Stop: *NoBaseStop(d.o.Repo)}
+	}
+	d.p.Parallel.Base = head
+	d.ok("integration branch", fmt.Sprintf("%s would start from HEAD %s", d.p.Parallel.Branch, head[:min(12, len(head))]))
+	return "", nil
+}
+
+// NoBaseStop is the stop of a parallel run in a repository without a
+// commit to start its integration branch from.
+func NoBaseStop(repo string) *stopreasons.Stop {
+	return &stopreasons.Stop{Code: stopreasons.EnvironmentInvalid, Message: fmt.Sprintf("%s has no commit to start the integration branch from: commit once, then run again", repo)}
 }
 
 func (d *dryRun) scope(context.Context) (string, *stop) {
@@ -124,6 +212,9 @@ func (d *dryRun) agent(ctx context.Context) (string, *stop) {
 	}
 	p.Agent.Path = s.program
 	p.Agent.Version = agentVersion(ctx, s.program, s.adapter.VersionArgs())
+	if w := agents.CredentialWarning(s.adapter, s.o.Environ); w != "" {
+		p.Warnings = append(p.Warnings, "agent credentials: "+w)
+	}
 	detail := "found at " + s.program
 	if p.Agent.Version != "" {
 		detail += ", version " + p.Agent.Version
@@ -155,12 +246,16 @@ func (d *dryRun) fallbacks(context.Context) (string, *stop) {
 }
 
 func (d *dryRun) tree(ctx context.Context) (string, *stop) {
-	if d.o.Flags.Worktree {
+	switch {
+	case d.p.Parallel != nil:
+		d.ok("working tree", "the workers work in new worktrees from the integration branch: uncommitted changes stay out of them")
+		return "", nil
+	case d.o.Flags.Worktree:
 		d.ok("working tree", "the run works in a new worktree from HEAD: uncommitted changes stay out of it")
 		return "", nil
 	}
 	_, dirty, sp := d.s.checkDirty(ctx)
-	d.p.Dirty = dirty
+	d.p.Dirty, d.p.DirtyOmitted = stopreasons.FirstFiles(dirty)
 	if sp != nil {
 		return "working tree", sp
 	}
@@ -211,6 +306,8 @@ func (d *dryRun) sandbox(ctx context.Context) (string, *stop) {
 
 func (d *dryRun) collisions(context.Context) (string, *stop) {
 	switch {
+	case d.p.Parallel != nil:
+		d.ok("collisions", "none possible: the workers have worktrees of their own")
 	case d.o.Flags.Worktree:
 		d.ok("collisions", "none possible: the run has a worktree of its own")
 	case d.o.Flags.ForceParallel:

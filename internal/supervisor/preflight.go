@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/runr-dev/runr/internal/agents"
@@ -137,8 +136,8 @@ func (s *Supervisor) takeBase(ctx context.Context) (base guard.Baseline, head st
 }
 
 // checkDirty reads the user's checkout and refuses uncommitted changes
-// before the run, unless --allow-dirty; the task file and the config file
-// do not count. It returns the status (the baseline's) and the changes that
+// before the run, unless --allow-dirty; runr's own files (ownFiles: the
+// task and config files) do not count. It returns the status (the baseline's) and the changes that
 // count.
 func (s *Supervisor) checkDirty(ctx context.Context) ([]guard.Change, []string, *stop) {
 	changes, err := guard.Changes(ctx, s.o.Repo)
@@ -155,12 +154,7 @@ func (s *Supervisor) checkDirty(ctx context.Context) ([]guard.Change, []string, 
 // dirtyStop is checkDirty's judgement of the checkout's changes: those
 // that count, and the stop they make without --allow-dirty.
 func (s *Supervisor) dirtyStop(changes []guard.Change) ([]string, *stop) {
-	ignore := []string{s.o.TaskFile}
-	if s.cfg.File != "" {
-		if rel, err := filepath.Rel(s.o.Repo, s.cfg.File); err == nil && !strings.HasPrefix(rel, "..") {
-			ignore = append(ignore, rel)
-		}
-	}
+	ignore := s.ownFiles()
 	var dirty []string
 	for _, p := range guard.Paths(changes) {
 		if !slices.Contains(ignore, p) {
@@ -266,9 +260,10 @@ func (s *Supervisor) prepareAgent() *stop {
 			s.log.Warn(w)
 		}
 	}
-	if msg := agents.RootSandboxProblem(s.cfg.Agent.Kind, s.cfg.Agent.PermissionMode, os.Geteuid(), s.o.Environ); msg != "" {
-		return &stop{Stop: stopreasons.Stop{Code: stopreasons.EnvironmentInvalid, Message: msg}}
-	}
+	// The program is looked up before what the environment lacks for it
+	// (IS_SANDBOX as root): a missing agent is the first thing to fix, and
+	// what a fallback agent is for. A budget it cannot measure is the
+	// config's fault on any machine, so it comes first.
 	prog := a.Program(s.request(""))
 	if prog == "" {
 		return &stop{Stop: stopreasons.Stop{Code: stopreasons.UsageError, Message: "agent.command is empty: give the agent's argv after --, or set agent.command in runr.yaml"}}
@@ -278,6 +273,9 @@ func (s *Supervisor) prepareAgent() *stop {
 		return &stop{Stop: stopreasons.Stop{Code: stopreasons.WorkerNotFound, Condition: "agent.command",
 			Message: fmt.Sprintf("agent program %q not found or not executable: %v", prog, err),
 			Details: &stopreasons.StopDetails{Command: prog}}}
+	}
+	if msg := agents.RootSandboxProblem(s.cfg.Agent.Kind, s.cfg.Agent.PermissionMode, os.Geteuid(), s.o.Environ); msg != "" {
+		return &stop{Stop: stopreasons.Stop{Code: stopreasons.EnvironmentInvalid, Message: msg}}
 	}
 	s.program = path
 	return nil

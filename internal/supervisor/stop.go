@@ -37,6 +37,10 @@ func RecordStop(store *state.Store, st *state.State, r StopRecord) error {
 	if full.Details == nil {
 		full.Details = &stopreasons.StopDetails{}
 	}
+	// Every view of the stop (state.json, stop.json, the summary, doctor,
+	// --json) reads these details: bounded here, once.
+	bounded := full.Details.Bounded()
+	full.Details = &bounded
 	reason.Stop = full
 	st.StopReason = reason
 	st.RunStatus = stopreasons.RunStatus(r.Stop.Code)
