@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -447,4 +449,141 @@ func TestActionEndToEnd(t *testing.T) {
 			assert.Equal(t, tc.want, strings.TrimSpace(r.standins()), tc.agent)
 		}
 	})
+}
+
+// TestCIDocWorkflows parses the YAML of docs/ci.md (the GitHub workflows,
+// the GitLab job, the Kubernetes manifests): every input a workflow gives
+// runr's action is one action.yml declares, and every runr command and flag
+// a script or a container runs is one runr has.
+func TestCIDocWorkflows(t *testing.T) {
+	t.Parallel()
+	a := readAction(t)
+	doc, err := os.ReadFile(filepath.Join(repoRoot(), "docs", "ci.md"))
+	require.NoError(t, err)
+	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```\n").FindAllStringSubmatch(string(doc), -1)
+	require.NotEmpty(t, blocks)
+
+	help := map[string]string{}
+	checkRunr := func(where string, argv []string) {
+		t.Helper()
+		var sub string
+		for _, a := range argv {
+			if a == "--" {
+				break
+			}
+			if sub == "" && !strings.HasPrefix(a, "-") {
+				sub = a
+				if _, ok := help[sub]; !ok {
+					code, out, stderr := runrOut(t, t.TempDir(), sub, "--help")
+					require.Equal(t, 0, code, "%s: runr %s: no such command: %s", where, sub, stderr)
+					help[sub] = out
+				}
+				continue
+			}
+			if name, ok := strings.CutPrefix(a, "--"); ok {
+				name, _, _ = strings.Cut(name, "=")
+				global := []string{"home", "config", "no-color", "quiet", "json"}
+				if !slices.Contains(global, name) {
+					assert.Contains(t, help[sub], "--"+name+" ", "%s: runr %s has no flag --%s", where, sub, name)
+				}
+			}
+		}
+		assert.NotEmpty(t, sub, "%s: runr without a command", where)
+	}
+	// runrCommands finds the runr commands of a shell script, as argv.
+	runrCommands := func(where, script string) {
+		t.Helper()
+		for _, line := range strings.Split(script, "\n") {
+			for _, m := range regexp.MustCompile(`(?:^|[\s;&|(])runr((?:\s+(?:'[^']*'|"[^"]*"|[^\s;&|<>'"]+))+)`).FindAllStringSubmatch(line, -1) {
+				var argv []string
+				for _, w := range regexp.MustCompile(`'[^']*'|"[^"]*"|[^\s'"]+`).FindAllString(m[1], -1) {
+					argv = append(argv, strings.Trim(w, `'"`))
+				}
+				checkRunr(where+": "+strings.TrimSpace(line), argv)
+			}
+		}
+	}
+
+	var workflows, gitlab, k8s int
+	for i, b := range blocks {
+		dec := yaml.NewDecoder(strings.NewReader(b[1]))
+		for {
+			var doc map[string]any
+			if err := dec.Decode(&doc); err != nil {
+				require.ErrorIs(t, err, io.EOF, "yaml block %d of docs/ci.md", i+1)
+				break
+			}
+			where := fmt.Sprintf("docs/ci.md yaml block %d", i+1)
+			switch {
+			case doc["jobs"] != nil:
+				workflows++
+				jobs, _ := doc["jobs"].(map[string]any)
+				for name, j := range jobs {
+					job, _ := j.(map[string]any)
+					steps, _ := job["steps"].([]any)
+					for _, st := range steps {
+						step, _ := st.(map[string]any)
+						if uses, _ := step["uses"].(string); strings.HasPrefix(uses, "runr-dev/runr@") {
+							with, _ := step["with"].(map[string]any)
+							for in := range with {
+								assert.Contains(t, a.Inputs, in, "%s, job %s: the action has no input %q", where, name, in)
+							}
+						}
+						if run, ok := step["run"].(string); ok {
+							runrCommands(where+", job "+name, run)
+						}
+					}
+				}
+			case doc["kind"] != nil:
+				k8s++
+				var walk func(v any)
+				walk = func(v any) {
+					switch v := v.(type) {
+					case map[string]any:
+						if cmd, ok := v["command"].([]any); ok && len(cmd) > 0 && cmd[0] == "runr" {
+							var argv []string
+							for _, a := range append(cmd[1:], anySlice(v["args"])...) {
+								argv = append(argv, fmt.Sprint(a))
+							}
+							checkRunr(where, argv)
+						}
+						for _, x := range v {
+							walk(x)
+						}
+					case []any:
+						for _, x := range v {
+							walk(x)
+						}
+					}
+				}
+				walk(doc)
+			default:
+				gitlab++
+				for name, j := range doc {
+					job, _ := j.(map[string]any)
+					for _, key := range []string{"before_script", "script", "after_script"} {
+						for _, line := range anySlice(job[key]) {
+							runrCommands(where+", job "+name, fmt.Sprint(line))
+						}
+					}
+				}
+			}
+		}
+	}
+	assert.Equal(t, 2, workflows, "GitHub workflows: one task, and the matrix")
+	assert.Equal(t, 1, gitlab, "the GitLab job")
+	assert.Equal(t, 4, k8s, "the Job and the Indexed Job, each with its claim")
+	assert.Contains(t, help, "report", "the batch workflow's report over the stores was checked")
+
+	// The GitLab job installs the agent's CLI at the version runr is tested with.
+	pins, err := os.ReadFile(filepath.Join(repoRoot(), "configs", "agent-versions"))
+	require.NoError(t, err)
+	claude := regexp.MustCompile(`(?m)^claude\s+\S+\s+(\S+)$`).FindStringSubmatch(string(pins))
+	require.Len(t, claude, 2)
+	assert.Contains(t, string(doc), `CLAUDE_CODE_VERSION: "`+claude[1]+`"`, "the GitLab job's pin is configs/agent-versions'")
+}
+
+func anySlice(v any) []any {
+	s, _ := v.([]any)
+	return s
 }

@@ -165,11 +165,3 @@ func TestActionYAML(t *testing.T) {
 		assert.Equal(t, "${{ steps."+run+".outputs."+name+" }}", a.Outputs[name].Value, name)
 	}
 }
-
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
