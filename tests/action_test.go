@@ -417,6 +417,48 @@ func TestActionEndToEnd(t *testing.T) {
 		r.noSecrets(outs)
 	})
 
+	t.Run("re-run resumes from the cache", func(t *testing.T) {
+		t.Parallel()
+		// The first job's runr dies (SIGKILL) in milestone 2, after milestone
+		// 1's checkpoint. The cache steps are GitHub's actions/cache: here
+		// the checkout's .git is kept and put back as they do, into a fresh
+		// clone at the same path (a new runner). The re-run resumes run ci-2
+		// and delivers both milestones.
+		once := filepath.Join(t.TempDir(), "crashed")
+		script := "cat >/dev/null\n" +
+			"if [ \"$RUNR_MILESTONE\" = 2 ] && [ ! -f " + once + " ]; then touch " + once + "; kill -9 $PPID; exit 1; fi\n" +
+			"echo \"$RUNR_MILESTONE\" > \"m$RUNR_MILESTONE.txt\"\necho RUNR_STATUS: done\n"
+		agentFile := filepath.Join(t.TempDir(), "agent.sh")
+		require.NoError(t, os.WriteFile(agentFile, []byte(script), 0o644))
+		in := with("deliver", "branch", "run-id", "ci-2", "command", "sh\n"+agentFile, "verify", "true")
+		r := newRunner(t, a, runrBin, in)
+		outs := r.runSteps()
+		require.NotEqual(t, 0, r.exit, "the first job's runr was killed: %s", r.logs.String())
+		assert.Empty(t, outs["run_id"], "a killed runr writes no outputs")
+
+		kept := filepath.Join(t.TempDir(), "git")
+		out, err := exec.Command("cp", "-a", filepath.Join(r.work, ".git"), kept).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		require.NoError(t, os.RemoveAll(r.work))
+		remote := filepath.Join(strings.TrimPrefix(r.getenv("GITHUB_SERVER_URL"), "file://"), "owner", "repo.git")
+		clone := exec.Command("git", "clone", "-q", remote, r.work)
+		clone.Env = testEnv(t.TempDir())
+		out, err = clone.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		require.NoError(t, os.RemoveAll(filepath.Join(r.work, ".git")))
+		out, err = exec.Command("cp", "-a", kept, filepath.Join(r.work, ".git")).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+
+		r.summary.Reset()
+		outs = r.runSteps()
+		require.Equal(t, 0, r.exit, r.logs.String())
+		assert.Equal(t, "ci-2", outs["run_id"])
+		assert.Equal(t, "complete", outs["stop_reason"])
+		assert.Equal(t, "runr/ci-2", outs["branch"])
+		assert.Equal(t, "2", r.git("--git-dir", remote, "rev-list", "--count", "main..runr/ci-2"), "milestone 1 once, then milestone 2")
+		assert.Equal(t, 1, strings.Count(r.git("-C", r.work, "log", "--format=%s", "runr/ci-2"), "milestone 1/2"))
+	})
+
 	t.Run("install", func(t *testing.T) {
 		t.Parallel()
 		// The install step alone: the pinned version of configs/agent-versions
