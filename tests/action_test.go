@@ -408,7 +408,10 @@ func TestActionEndToEnd(t *testing.T) {
 		assert.Empty(t, outs["branch"])
 		require.NotEmpty(t, outs["patch"])
 		assert.Equal(t, filepath.Join(r.temp, "runr-"+id, id+".patch"), outs["patch"])
-		assert.FileExists(t, filepath.Join(r.temp, "runr-"+id, "store", "state.json"), "the run store goes into the artifact")
+		// The artifact holds the run's store, which runr report reads.
+		code, rep, stderr := runrOut(t, t.TempDir(), "report", "--format", "csv", "--store", filepath.Join(r.temp, "runr-"+id, "store"))
+		require.Equal(t, 0, code, stderr)
+		assert.Contains(t, rep, "\nall,1,1,complete:1,2,2,", "the report of the run in the artifact")
 		// The series applies to the base and gives the run's branch.
 		clean := filepath.Join(t.TempDir(), "clean")
 		r.git("clone", "-q", filepath.Join(strings.TrimPrefix(r.getenv("GITHUB_SERVER_URL"), "file://"), "owner", "repo.git"), clean)
