@@ -250,12 +250,8 @@ case "$1 $2" in
 	echo https://github.example/owner/repo/pull/7 ;;
 esac
 `
-	npm := `#!/bin/sh
-# A recording stand-in for npm: the registry is out of reach in tests.
-{ printf 'npm'; for a in "$@"; do printf '\t%s' "$a"; done; printf '\n'; } >> "$STANDIN_LOG"
-`
 	require.NoError(t, os.WriteFile(filepath.Join(stand, "gh"), []byte(gh), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(stand, "npm"), []byte(npm), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(stand, "npm"), []byte(npmStandIn), 0o755))
 
 	r := &runner{t: t, a: a, inputs: inputs, work: work, temp: temp, outputs: map[string]map[string]string{}}
 	r.env = append(testEnv(work), "PATH="+stand+string(os.PathListSeparator)+binDir+string(os.PathListSeparator)+os.Getenv("PATH"),
@@ -268,6 +264,12 @@ esac
 	r.env = append(r.env, env...)
 	return r
 }
+
+// npmStandIn records its calls: the npm registry is out of reach in tests.
+const npmStandIn = `#!/bin/sh
+# A recording stand-in for npm: the registry is out of reach in tests.
+{ printf 'npm'; for a in "$@"; do printf '\t%s' "$a"; done; printf '\n'; } >> "$STANDIN_LOG"
+`
 
 // standins is what the stand-ins were asked, one call a line.
 func (r *runner) standins() string {
@@ -488,7 +490,14 @@ func TestActionEndToEnd(t *testing.T) {
 			{"command", "", "", 0},
 			{"cobol", "", "", 64},
 		} {
-			r := newRunner(t, a, runrBin, map[string]string{"agent": tc.agent, "agent-version": tc.version})
+			// No repository: the step reads only its inputs and the pins.
+			dir := t.TempDir()
+			stand := filepath.Join(dir, "stand-ins")
+			require.NoError(t, os.Mkdir(stand, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(stand, "npm"), []byte(npmStandIn), 0o755))
+			r := &runner{t: t, a: a, inputs: map[string]string{"agent": tc.agent, "agent-version": tc.version}, work: dir, temp: dir,
+				outputs: map[string]map[string]string{}, env: append(testEnv(dir), "PATH="+stand+string(os.PathListSeparator)+os.Getenv("PATH"),
+					"RUNNER_TEMP="+dir, "GITHUB_ACTIONS=true", "STANDIN_LOG="+filepath.Join(dir, "standins.log"))}
 			r.step(install)
 			assert.Equal(t, tc.exit, r.exit, "%s: %s", tc.agent, r.logs.String())
 			assert.Equal(t, tc.want, strings.TrimSpace(r.standins()), tc.agent)
