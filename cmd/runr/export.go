@@ -93,6 +93,12 @@ func exportRun(opts *ExportOptions) error {
 	if err != nil {
 		return err
 	}
+	if st.Fingerprint.GitHead == "" && (st.Parallel == nil || st.Parallel.Base == "") {
+		// Stopped before its first tick (a dirty checkout, a missing
+		// program): it recorded no start, and changed nothing.
+		fmt.Fprintf(opts.IO.Err, "runr export: run %s stopped before it started work: nothing written\n", st.RunID)
+		return nil
+	}
 	ctx := context.Background()
 	ex, err := guard.NewExporter(ctx, st.Repo)
 	if err != nil {
