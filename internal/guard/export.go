@@ -134,7 +134,12 @@ const SnapshotFile = "guard-snapshot.gob"
 // on one line are an error.
 func (e *Exporter) Tip(ctx context.Context, commits []string) (string, error) {
 	tip := ""
+	seen := map[string]bool{}
 	for _, c := range commits {
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
 		if _, err := e.git(ctx, "cat-file", "-e", c+"^{commit}"); err != nil {
 			return "", fmt.Errorf("commit %s is not in the repository: %w", short(c), err)
 		}
