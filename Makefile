@@ -28,40 +28,43 @@ test: lint
 # then runs the integration test with it first on PATH (without it the test
 # is skipped).
 AGENTS_CACHE ?= .cache/agents
-CLAUDE_CODE_VERSION ?= 2.1.331
-# Gemini CLI (Gemini API), opencode (an OpenAI-compatible provider), Codex
-# CLI (OpenAI Responses API) and Qwen Code (OpenAI Chat Completions).
-GEMINI_CLI_VERSION ?= 0.61.0
-OPENCODE_VERSION ?= 1.18.33
-CODEX_VERSION ?= 0.169.0
-QWEN_CODE_VERSION ?= 0.24.4
+# The versions and packages are those of configs/agent-versions, which
+# action.yml reads too: Claude Code, Gemini CLI (Gemini API), opencode (an
+# OpenAI-compatible provider), Codex CLI (OpenAI Responses API) and Qwen
+# Code (OpenAI Chat Completions).
+agent_pin = $(shell awk '$$1 == "$(1)" { print $$$(2) }' configs/agent-versions)
+CLAUDE_CODE_VERSION ?= $(call agent_pin,claude,3)
+GEMINI_CLI_VERSION ?= $(call agent_pin,gemini,3)
+OPENCODE_VERSION ?= $(call agent_pin,opencode,3)
+CODEX_VERSION ?= $(call agent_pin,codex,3)
+QWEN_CODE_VERSION ?= $(call agent_pin,qwen,3)
 AGENTS_PATH := $(abspath $(AGENTS_CACHE))/node_modules/.bin
 
 agents:
 	@if "$(AGENTS_PATH)/claude" --version 2>/dev/null | grep -qx '$(CLAUDE_CODE_VERSION) (Claude Code)'; then \
 		echo "Claude Code $(CLAUDE_CODE_VERSION) is installed in $(AGENTS_CACHE)"; \
 	else \
-		npm install --prefix $(AGENTS_CACHE) --no-audit --no-fund @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION); \
+		npm install --prefix $(AGENTS_CACHE) --no-audit --no-fund $(call agent_pin,claude,2)@$(CLAUDE_CODE_VERSION); \
 	fi
 	@if "$(AGENTS_PATH)/gemini" --version 2>/dev/null | grep -qx '$(GEMINI_CLI_VERSION)'; then \
 		echo "Gemini CLI $(GEMINI_CLI_VERSION) is installed in $(AGENTS_CACHE)"; \
 	else \
-		npm install --prefix $(AGENTS_CACHE) --no-audit --no-fund @google/gemini-cli@$(GEMINI_CLI_VERSION); \
+		npm install --prefix $(AGENTS_CACHE) --no-audit --no-fund $(call agent_pin,gemini,2)@$(GEMINI_CLI_VERSION); \
 	fi
 	@if "$(AGENTS_PATH)/opencode" --version 2>/dev/null | grep -qx '$(OPENCODE_VERSION)'; then \
 		echo "opencode $(OPENCODE_VERSION) is installed in $(AGENTS_CACHE)"; \
 	else \
-		npm install --prefix $(AGENTS_CACHE) --no-audit --no-fund opencode-ai@$(OPENCODE_VERSION); \
+		npm install --prefix $(AGENTS_CACHE) --no-audit --no-fund $(call agent_pin,opencode,2)@$(OPENCODE_VERSION); \
 	fi
 	@if "$(AGENTS_PATH)/codex" --version 2>/dev/null | grep -qx 'codex-cli $(CODEX_VERSION)'; then \
 		echo "Codex CLI $(CODEX_VERSION) is installed in $(AGENTS_CACHE)"; \
 	else \
-		npm install --prefix $(AGENTS_CACHE) --no-audit --no-fund @openai/codex@$(CODEX_VERSION); \
+		npm install --prefix $(AGENTS_CACHE) --no-audit --no-fund $(call agent_pin,codex,2)@$(CODEX_VERSION); \
 	fi
 	@if "$(AGENTS_PATH)/qwen" --version 2>/dev/null | grep -qx '$(QWEN_CODE_VERSION)'; then \
 		echo "Qwen Code $(QWEN_CODE_VERSION) is installed in $(AGENTS_CACHE)"; \
 	else \
-		npm install --prefix $(AGENTS_CACHE) --no-audit --no-fund @qwen-code/qwen-code@$(QWEN_CODE_VERSION); \
+		npm install --prefix $(AGENTS_CACHE) --no-audit --no-fund $(call agent_pin,qwen,2)@$(QWEN_CODE_VERSION); \
 	fi
 
 test-agents: agents

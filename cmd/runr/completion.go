@@ -204,9 +204,12 @@ func addCompletions(root *cobra.Command, f *Factory) {
 	}
 	for _, cmd := range root.Commands() {
 		switch cmd.Name() {
-		case "resume", "status", "stop", "doctor", "logs":
+		case "resume", "status", "stop", "doctor", "logs", "export":
 			if cmd.ValidArgsFunction == nil {
 				cmd.ValidArgsFunction = completeRunIDs(f)
+			}
+			if cmd.Name() == "export" {
+				flag(cmd, "format", completeList(exportFormats))
 			}
 		case "reasons":
 			cmd.ValidArgsFunction = completeReasons

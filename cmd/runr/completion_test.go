@@ -55,7 +55,7 @@ func TestCompleteRunIDsNewestFirst(t *testing.T) {
 		require.NoError(t, os.MkdirAll(filepath.Join(home, "runs", id), 0o755))
 	}
 	want := []string{"latest", "20261122T080000Z-000001", "20261121T230018Z-aaaaaa", "20261121T230017Z-3f9a1c"}
-	for _, cmd := range []string{"resume", "status", "stop", "doctor"} {
+	for _, cmd := range []string{"resume", "status", "stop", "doctor", "export"} {
 		assert.Equal(t, want, complete(t, "--home", home, cmd, ""), cmd)
 	}
 	assert.Equal(t, []string{"20261121T230018Z-aaaaaa", "20261121T230017Z-3f9a1c"}, complete(t, "--home", home, "resume", "20261121"))
@@ -78,4 +78,6 @@ func TestCompleteReasonsAndKinds(t *testing.T) {
 	assert.Equal(t, agents.Kinds(), complete(t, "run", "--agent", ""))
 	assert.Contains(t, complete(t, "reasons", "--family", ""), "resource_limit")
 	assert.Equal(t, []string{"bash", "zsh", "fish", "powershell"}, complete(t, "completion", ""))
+	assert.Equal(t, []string{"patch", "bundle", "diff"}, complete(t, "export", "latest", "--format", ""))
+	assert.Contains(t, complete(t, "reasons", "--format", ""), "k8s-pod-failure-policy-indexed")
 }

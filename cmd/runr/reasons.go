@@ -67,7 +67,7 @@ for a workflow step). --json and --markdown are short for --format json and
 	fl.StringVar(&opts.Format, "format", FormatTable, "output format: "+strings.Join(ReasonsFormats, ", "))
 	fl.BoolVar(&opts.JSON, "json", false, "print the registry as a JSON array (--format json)")
 	fl.BoolVar(&opts.Markdown, "markdown", false, "print docs/stop-reasons.md (--format markdown)")
-	fl.StringVar(&opts.Container, "container", defaultK8sContainer, "k8s-pod-failure-policy: the name of runr's container in the pod")
+	fl.StringVar(&opts.Container, "container", defaultK8sContainer, "k8s-pod-failure-policy(-indexed): the name of runr's container in the pod")
 	return cmd
 }
 
@@ -101,11 +101,12 @@ func reasonsRun(opts *ReasonsOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.Container != defaultK8sContainer && format != FormatK8sPodFailurePolicy {
-		return stopreasons.Errorf(stopreasons.UsageError, "--container goes with --format %s only", FormatK8sPodFailurePolicy)
+	k8s := format == FormatK8sPodFailurePolicy || format == FormatK8sPodFailurePolicyIndexed
+	if opts.Container != defaultK8sContainer && !k8s {
+		return stopreasons.Errorf(stopreasons.UsageError, "--container goes with --format %s or %s only", FormatK8sPodFailurePolicy, FormatK8sPodFailurePolicyIndexed)
 	}
 	switch format {
-	case FormatMarkdown, FormatK8sPodFailurePolicy, FormatGitHub:
+	case FormatMarkdown, FormatK8sPodFailurePolicy, FormatK8sPodFailurePolicyIndexed, FormatGitHub:
 		// A policy or a script that covered part of the registry would
 		// treat the codes it left out as Kubernetes's or the shell's default.
 		if opts.Code != "" || opts.Family != "" {
@@ -116,8 +117,8 @@ func reasonsRun(opts *ReasonsOptions) error {
 	case FormatMarkdown:
 		_, err := io.WriteString(opts.IO.Out, ReasonsMarkdown())
 		return err
-	case FormatK8sPodFailurePolicy:
-		policy, err := K8sPodFailurePolicy(stopreasons.All(), opts.Container)
+	case FormatK8sPodFailurePolicy, FormatK8sPodFailurePolicyIndexed:
+		policy, err := K8sPodFailurePolicy(stopreasons.All(), opts.Container, format == FormatK8sPodFailurePolicyIndexed)
 		if err != nil {
 			return err
 		}

@@ -75,8 +75,14 @@ func checkPolicyRules(t *testing.T, p podFailurePolicy, container string) map[st
 }
 
 func TestReasonsK8sPodFailurePolicyFollowsTheRegistry(t *testing.T) {
-	for _, container := range []string{"", "agent-1"} {
-		args := []string{"reasons", "--format", "k8s-pod-failure-policy"}
+	for _, tc := range []struct{ format, container, fail string }{
+		{"k8s-pod-failure-policy", "", "FailJob"},
+		{"k8s-pod-failure-policy", "agent-1", "FailJob"},
+		{"k8s-pod-failure-policy-indexed", "", "FailIndex"},
+		{"k8s-pod-failure-policy-indexed", "agent-1", "FailIndex"},
+	} {
+		container := tc.container
+		args := []string{"reasons", "--format", tc.format}
 		want := "runr"
 		if container != "" {
 			args = append(args, "--container", container)
@@ -109,7 +115,7 @@ func TestReasonsK8sPodFailurePolicyFollowsTheRegistry(t *testing.T) {
 			if r.AutoResumable {
 				assert.Contains(t, byAction["Count"], exit, "%s is auto-resumable", r.Code)
 			} else {
-				assert.Contains(t, byAction["FailJob"], exit, "%s is not auto-resumable", r.Code)
+				assert.Contains(t, byAction[tc.fail], exit, "%s is not auto-resumable (%s)", r.Code, tc.format)
 			}
 		}
 		var auto []int32
@@ -130,7 +136,7 @@ func TestK8sPodFailurePolicyLimits(t *testing.T) {
 	}
 	// Two reasons on one exit code: retried only if both are.
 	rows = append(rows, stopreasons.Reason{Code: "shares_7", ExitCode: 7}, stopreasons.Reason{Code: "shares_107", ExitCode: 107, AutoResumable: true})
-	text, err := K8sPodFailurePolicy(rows, "c")
+	text, err := K8sPodFailurePolicy(rows, "c", false)
 	require.NoError(t, err)
 	p := decodePolicy(t, text)
 	byAction := checkPolicyRules(t, p, "c")
@@ -141,12 +147,12 @@ func TestK8sPodFailurePolicyLimits(t *testing.T) {
 	assert.Contains(t, text, "- 7 # r7, shares_7\n")
 
 	for _, bad := range []string{"", "Runr", "runr_1", "-runr", "runr-", strings.Repeat("a", 64)} {
-		_, err := K8sPodFailurePolicy(stopreasons.All(), bad)
+		_, err := K8sPodFailurePolicy(stopreasons.All(), bad, false)
 		var se *stopreasons.Error
 		require.ErrorAs(t, err, &se, "%q", bad)
 		assert.Equal(t, stopreasons.UsageError, se.Code, "%q", bad)
 	}
-	_, err = K8sPodFailurePolicy(stopreasons.All(), strings.Repeat("a", 63))
+	_, err = K8sPodFailurePolicy(stopreasons.All(), strings.Repeat("a", 63), false)
 	assert.NoError(t, err)
 }
 
@@ -253,7 +259,7 @@ func TestReasonsFormats(t *testing.T) {
 		{[]string{"--format", "k8s-pod-failure-policy", "--family", "user"}, "covers the whole registry"},
 		{[]string{"--markdown", "124"}, "covers the whole registry"},
 		{[]string{"--format", "k8s-pod-failure-policy", "--container", "My_Agent"}, `--container "My_Agent": a Kubernetes container name`},
-		{[]string{"--format", "github", "--container", "agent"}, "--container goes with --format k8s-pod-failure-policy only"},
+		{[]string{"--format", "github", "--container", "agent"}, "--container goes with --format k8s-pod-failure-policy or k8s-pod-failure-policy-indexed only"},
 	} {
 		code, out, errb := run(tt.args...)
 		assert.Equal(t, 64, code, "%v", tt.args)
@@ -294,7 +300,7 @@ func TestDocsJobExampleHasTheGeneratedPolicy(t *testing.T) {
 	require.Len(t, job.Spec.Template.Spec.Containers, 1)
 	assert.Equal(t, defaultK8sContainer, job.Spec.Template.Spec.Containers[0].Name)
 
-	policy, err := K8sPodFailurePolicy(stopreasons.All(), defaultK8sContainer)
+	policy, err := K8sPodFailurePolicy(stopreasons.All(), defaultK8sContainer, false)
 	require.NoError(t, err)
 	assert.Equal(t, decodePolicy(t, policy), job.Spec.PodFailurePolicy, "docs/cli.md's Job example: paste 'runr reasons --format k8s-pod-failure-policy'")
 }

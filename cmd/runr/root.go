@@ -94,6 +94,7 @@ Every exit code is listed by 'runr reasons'.`,
 		NewCmdInit(f, nil),
 		NewCmdPrune(f, nil),
 		NewCmdReport(f, nil),
+		NewCmdExport(f, nil),
 		NewCmdCompletion(f),
 		NewCmdVersion(f, nil),
 	)

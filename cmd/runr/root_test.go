@@ -13,7 +13,7 @@ func TestRootHasEveryCommand(t *testing.T) {
 	for _, c := range root.Commands() {
 		names = append(names, c.Name())
 	}
-	assert.ElementsMatch(t, []string{"run", "resume", "status", "stop", "doctor", "logs", "reasons", "init", "prune", "completion", "version", "watch", "report"}, names)
+	assert.ElementsMatch(t, []string{"run", "resume", "status", "stop", "doctor", "logs", "reasons", "init", "prune", "completion", "version", "watch", "report", "export"}, names)
 }
 
 func TestCommandsTakeARef(t *testing.T) {

@@ -303,7 +303,9 @@ func TestOldStateWithTheTaskInlineLoads(t *testing.T) {
 	sum, err := s.Summary(id)
 	require.NoError(t, err)
 	assert.Equal(t, Summary{RunID: id, RunStatus: stopreasons.RunStopped, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, ElapsedMS: 600000,
-		Tick: 31, Approved: 1, Milestones: 2, Stop: stopreasons.UserStopped, Usage: st.Usage}, *sum, "an old file is summed up from its milestones")
+		Tick: 31, Approved: 1, Milestones: 2, Stop: stopreasons.UserStopped, Usage: st.Usage, Scores: Scores(st)}, *sum, "an old file is summed up from its milestones")
+	assert.Equal(t, []Score{{Agent: ModelNone, Model: ModelNone, Approved: 1, FirstAttempt: 1, UnapprovedCostUSD: 15}}, sum.Scores,
+		"the scores too: milestone 1 approved at once, milestone 2's 30 attempts not")
 	assert.NoFileExists(t, filepath.Join(s.RunDir(id), "task.md"), "loading writes nothing")
 
 	require.NoError(t, s.Save(st))
@@ -339,7 +341,7 @@ func TestSummaryMatchesLoad(t *testing.T) {
 		require.NoError(t, err)
 		loaded := mustLoad(t, s, st.RunID)
 		want := Summary{RunID: loaded.RunID, RunStatus: loaded.RunStatus, CreatedAt: loaded.CreatedAt, UpdatedAt: loaded.UpdatedAt, ElapsedMS: loaded.ElapsedMS,
-			Tick: loaded.Tick, Approved: 0, Milestones: len(loaded.Milestones), Usage: loaded.Usage}
+			Tick: loaded.Tick, Approved: 0, Milestones: len(loaded.Milestones), Usage: loaded.Usage, Scores: loaded.Scores}
 		for _, m := range loaded.Milestones {
 			if m.Status == MilestoneApproved {
 				want.Approved++

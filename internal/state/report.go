@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -48,6 +49,133 @@ type ReportRow struct {
 	// CostPerApprovedMilestoneUSD is CostUSD / MilestonesApproved; nil
 	// without an approved milestone.
 	CostPerApprovedMilestoneUSD *USD `json:"cost_per_approved_milestone_usd"`
+
+	// The scoreboard (DESIGN §12). Approved counts the approved milestones
+	// credited to the row: under --by model and --by agent, each to the
+	// model and agent of the attempt that was approved; otherwise to the
+	// run's row. FirstAttemptRate is the share of them approved on their
+	// first judged attempt; the per-approved figures divide the row's cost
+	// and tokens (all four types) by Approved; all three are nil without an
+	// approved milestone. UnapprovedCostUSD is what the attempts of
+	// milestones not approved when their run stopped cost, each attempt
+	// credited to its own model and agent.
+	Approved           int      `json:"approved"`
+	FirstAttemptRate   *Rate    `json:"first_attempt_rate"`
+	CostPerApprovedUSD *USD     `json:"cost_per_approved_usd"`
+	TokensPerApproved  *float64 `json:"tokens_per_approved"`
+	UnapprovedCostUSD  USD      `json:"unapproved_cost_usd"`
+	firstAttempt       int
+}
+
+// Score is the scoreboard's figures of a run's milestones for one agent
+// and model (DESIGN §12): the milestones whose approved attempt was theirs,
+// how many of those were approved on their first judged attempt, and what
+// their attempts on milestones not approved cost.
+type Score struct {
+	Agent             string  `json:"agent"`
+	Model             string  `json:"model"`
+	Approved          int     `json:"approved"`
+	FirstAttempt      int     `json:"first_attempt"`
+	UnapprovedCostUSD float64 `json:"unapproved_cost_usd"`
+}
+
+// Scores computes the scoreboard's figures from the run's milestones, one
+// entry per agent and model, sorted. An attempt whose call was not
+// accounted (an older file) counts under the model it asked for, else the
+// run's only model, else ModelNone; its agent is the one it names, else the
+// run's latest. At most MaxModels models are kept per agent, the rest
+// summed up under ModelOther, as usage.models does.
+func Scores(st *State) []Score {
+	only := ""
+	if len(st.Usage.Models) == 1 {
+		for k := range st.Usage.Models {
+			only = k
+		}
+	}
+	who := func(a *Attempt) (string, string) {
+		agent, model := st.Usage.Agent, a.Model
+		if a.Agent != nil {
+			agent = cmp.Or(a.Agent.Kind, agent)
+			if model == "" && a.Agent.Model != "" {
+				model = a.Agent.Model
+			}
+		}
+		return ModelKey(agent), ModelKey(cmp.Or(model, only))
+	}
+	type key struct{ agent, model string }
+	byKey := map[key]*Score{}
+	models := map[string]int{} // per agent
+	entry := func(agent, model string) *Score {
+		k := key{agent, model}
+		if e := byKey[k]; e != nil {
+			return e
+		}
+		if models[agent] >= MaxModels {
+			k.model = ModelOther
+			if e := byKey[k]; e != nil {
+				return e
+			}
+		}
+		models[agent]++
+		e := &Score{Agent: k.agent, Model: k.model}
+		byKey[k] = e
+		return e
+	}
+	for i := range st.Milestones {
+		m := &st.Milestones[i]
+		if m.Status == MilestoneApproved {
+			for j := len(m.Attempts) - 1; j >= 0; j-- {
+				if a := &m.Attempts[j]; a.Outcome == OutcomeApproved {
+					e := entry(who(a))
+					e.Approved++
+					if m.JudgedAttempts() == 1 {
+						e.FirstAttempt++
+					}
+					break
+				}
+			}
+			continue
+		}
+		for j := range m.Attempts {
+			if a := &m.Attempts[j]; a.CostUSD > 0 {
+				entry(who(a)).UnapprovedCostUSD += a.CostUSD
+			}
+		}
+		// Attempts older than those listed are summed up without their
+		// agent: they count under the oldest listed one's.
+		if e := m.Earlier; e != nil && e.CostUSD > 0 {
+			agent, model := ModelKey(st.Usage.Agent), ModelKey(only)
+			if len(m.Attempts) > 0 {
+				agent, model = who(&m.Attempts[0])
+			}
+			entry(agent, model).UnapprovedCostUSD += e.CostUSD
+		}
+	}
+	out := make([]Score, 0, len(byKey))
+	for _, e := range byKey {
+		out = append(out, *e)
+	}
+	slices.SortFunc(out, func(a, b Score) int { return cmp.Or(cmp.Compare(a.Agent, b.Agent), cmp.Compare(a.Model, b.Model)) })
+	return out
+}
+
+// impossibleScores names the first figure of scores no runr could have
+// written, or returns "".
+func impossibleScores(scores []Score) string {
+	for i, e := range scores {
+		switch {
+		case e.Approved < 0 || e.FirstAttempt < 0 || e.FirstAttempt > e.Approved:
+			return fmt.Sprintf("scores[%d]: approved %d, first_attempt %d", i, e.Approved, e.FirstAttempt)
+		case !(e.UnapprovedCostUSD >= 0) || math.IsInf(e.UnapprovedCostUSD, 0):
+			return fmt.Sprintf("scores[%d].unapproved_cost_usd %g is not a cost", i, e.UnapprovedCostUSD)
+		case len(e.Agent) > MaxModelBytes || len(e.Model) > MaxModelBytes:
+			return fmt.Sprintf("scores[%d]: a name longer than %d bytes", i, MaxModelBytes)
+		}
+	}
+	if len(scores) > 4*(MaxModels+1) {
+		return fmt.Sprintf("scores has %d entries, more than runr keeps", len(scores))
+	}
+	return ""
 }
 
 // Report is `runr report`: the runs' totals and, with a grouping, a row
@@ -97,6 +225,18 @@ func BuildReport(sums []*Summary, by string) Report {
 	for _, sum := range sums {
 		rep.Total.addRun(sum)
 		rep.Total.addUsage(runUsage(sum.Usage))
+		rep.Total.addScores(sum.Scores)
+		for _, sc := range sum.Scores {
+			switch by {
+			case ByModel:
+				group(sc.Model).addScores([]Score{sc})
+			case ByAgent:
+				group(sc.Agent).addScores([]Score{sc})
+			case "":
+			default:
+				group(ReportGroup(sum, by)).addScores([]Score{sc})
+			}
+		}
 		switch by {
 		case "":
 		case ByModel:
@@ -147,6 +287,14 @@ func runUsage(u Usage) ModelUsage {
 	return m
 }
 
+func (r *ReportRow) addScores(scores []Score) {
+	for _, sc := range scores {
+		r.Approved += sc.Approved
+		r.firstAttempt += sc.FirstAttempt
+		r.UnapprovedCostUSD += USD(sc.UnapprovedCostUSD)
+	}
+}
+
 func (r *ReportRow) addRun(sum *Summary) {
 	r.Runs++
 	if sum.RunStatus == stopreasons.RunCompleted {
@@ -187,6 +335,12 @@ func (r *ReportRow) finish() {
 	if r.MilestonesApproved > 0 {
 		per := r.CostUSD / USD(r.MilestonesApproved)
 		r.CostPerApprovedMilestoneUSD = &per
+	}
+	if r.Approved > 0 {
+		n := float64(r.Approved)
+		first, cost := Rate(float64(r.firstAttempt)/n), r.CostUSD/USD(n)
+		tokens := float64(r.InputTokens+r.CacheReadTokens+r.CacheWriteTokens+r.OutputTokens) / n
+		r.FirstAttemptRate, r.CostPerApprovedUSD, r.TokensPerApproved = &first, &cost, &tokens
 	}
 }
 

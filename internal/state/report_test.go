@@ -2,6 +2,8 @@ package state
 
 import (
 	"encoding/json"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,4 +148,64 @@ func TestReportFiguresHaveAFixedPrecision(t *testing.T) {
 	assert.Equal(t, "33%", Rate(1.0/3).Percent())
 	assert.Equal(t, "$0.06", (USD(0.01) + USD(0.05)).Human())
 	assert.Equal(t, "$0.0042", USD(0.0042).Human())
+}
+
+// Scores credits an approved milestone to its approved attempt's agent and
+// model, and the attempts of milestones not approved (those older than
+// state.json lists, too) to theirs; an attempt of an older file, with no
+// model of its call, counts under the model it asked for, else the run's
+// only model.
+func TestScores(t *testing.T) {
+	claude := &AgentRef{Kind: "claude", Model: "opus"}
+	codex := &AgentRef{Kind: "codex"}
+	st := &State{Usage: Usage{Agent: "codex", Models: map[string]*ModelUsage{"gpt-5": {Calls: 4, CostSource: CostReported}}}, Milestones: []Milestone{
+		{Status: MilestoneApproved, Attempts: []Attempt{{Outcome: OutcomeApproved, Agent: claude, Model: "claude-opus-5", CostUSD: 1}}},
+		{Status: MilestoneApproved, Attempts: []Attempt{
+			{Outcome: OutcomeFailed, Agent: claude, Model: "claude-opus-5", CostUSD: 2},
+			{Outcome: OutcomeIncomplete, Agent: codex, Model: "gpt-5", CostUSD: 3},
+			{Outcome: OutcomeApproved, Agent: codex, CostUSD: 4}}},
+		{Status: MilestoneFailed, Earlier: &EarlierAttempts{Count: 5, CostUSD: 8}, Attempts: []Attempt{
+			{Outcome: OutcomeFailed, Agent: claude, CostUSD: 16},
+			{Outcome: OutcomeStopped, Agent: codex, Model: "gpt-5", CostUSD: 32}}},
+		{Status: MilestonePending},
+	}}
+	got := Scores(st)
+	assert.Equal(t, []Score{
+		{Agent: "claude", Model: "claude-opus-5", Approved: 1, FirstAttempt: 1},
+		{Agent: "claude", Model: "opus", UnapprovedCostUSD: 16 + 8},
+		{Agent: "codex", Model: "gpt-5", Approved: 1, UnapprovedCostUSD: 32},
+	}, got)
+
+	rep := BuildReport([]*Summary{{RunID: "r", Usage: st.Usage, Scores: got}}, ByAgent)
+	rows := map[string]ReportRow{}
+	for _, r := range rep.Rows {
+		rows[r.Key] = r
+	}
+	assert.Equal(t, 1, rows["claude"].Approved)
+	assert.Equal(t, USD(24), rows["claude"].UnapprovedCostUSD)
+	assert.Equal(t, 1, rows["codex"].Approved)
+	assert.Equal(t, USD(32), rows["codex"].UnapprovedCostUSD)
+	require.NotNil(t, rep.Total.FirstAttemptRate)
+	assert.Equal(t, Rate(0.5), *rep.Total.FirstAttemptRate)
+	assert.Equal(t, USD(56), rep.Total.UnapprovedCostUSD)
+
+	// Saved, the scores are in the head of state.json, and the summary
+	// reads them; a file without them (an older runr's) gets them from its
+	// milestones.
+	store := boundStore(t)
+	saved := newState("scores")
+	require.NoError(t, os.MkdirAll(store.RunDir(saved.RunID), 0o755))
+	saved.Usage, saved.Milestones, saved.CreatedAt = st.Usage, st.Milestones, time.Now()
+	st = saved
+	require.NoError(t, store.Save(st))
+	sum, err := store.Summary(st.RunID)
+	require.NoError(t, err)
+	assert.Equal(t, got, sum.Scores)
+	data, err := os.ReadFile(store.StatePath(st.RunID))
+	require.NoError(t, err)
+	old := strings.Replace(string(data), `"scores":`, `"x_scores":`, 1)
+	require.NoError(t, os.WriteFile(store.StatePath(st.RunID), []byte(old), 0o644))
+	sum, err = store.Summary(st.RunID)
+	require.NoError(t, err)
+	assert.Equal(t, got, sum.Scores)
 }

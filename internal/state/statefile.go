@@ -31,6 +31,7 @@ func (s *Store) save(st *State) error {
 	st.SchemaVersion = SchemaVersion
 	st.UpdatedAt = time.Now().UTC()
 	st.Compact()
+	st.Scores = Scores(st)
 	data, err := s.enc.encode(st)
 	if err != nil {
 		return stopreasons.Wrap(stopreasons.InternalError, err, "encode state of run %s", st.RunID)

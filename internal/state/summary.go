@@ -30,6 +30,8 @@ type Summary struct {
 	// Usage is the run's usage: its totals, the agent of its latest call
 	// and the per-model totals `runr report` sums up.
 	Usage Usage
+	// Scores are the scoreboard's figures of the run's milestones (Scores).
+	Scores []Score
 }
 
 // summaryBuffer is how much of state.json one read takes: the fields
@@ -91,6 +93,10 @@ func readSummary(r io.Reader, path string) (*Summary, error) {
 			return nil, err
 		}
 	}
+	if !sr.seen["scores"] && sr.milestones != nil {
+		// A file without scores (an older runr's): from its milestones.
+		sr.sum.Scores = Scores(&State{Usage: sr.sum.Usage, Milestones: sr.milestones})
+	}
 	if err := checkSummary(&sr.sum, path); err != nil {
 		return nil, err
 	}
@@ -103,6 +109,7 @@ type summaryReader struct {
 	sum                                     Summary
 	seen                                    map[string]bool // the top-level keys read
 	countsFromMilestones, countsFromSummary bool            // where the milestone counts came from
+	milestones                              []Milestone     // read only from a file without scores
 }
 
 // corrupt is the state_corrupt error of a state.json that is not the JSON
@@ -114,7 +121,7 @@ func (sr *summaryReader) corrupt(err error) error {
 
 // complete reports whether every field Summary needs has been read.
 func (sr *summaryReader) complete() bool {
-	for _, k := range []string{"schema_version", "run_id", "run_status", "created_at", "elapsed_ms", "tick", "usage"} {
+	for _, k := range []string{"schema_version", "run_id", "run_status", "created_at", "elapsed_ms", "tick", "usage", "scores"} {
 		if !sr.seen[k] {
 			return false
 		}
@@ -162,10 +169,9 @@ func (sr *summaryReader) field(dec *json.Decoder, key string) error {
 	case "milestones":
 		// Before the statistics only in a file runr did not write in
 		// State's order: the milestones themselves are the truth then.
-		var ms []struct {
-			Status string `json:"status"`
-		}
+		var ms []Milestone
 		if derr = dec.Decode(&ms); derr == nil {
+			sr.milestones = ms
 			sum.Milestones, sum.Approved = len(ms), 0
 			for _, m := range ms {
 				if m.Status == MilestoneApproved {
@@ -178,6 +184,13 @@ func (sr *summaryReader) field(dec *json.Decoder, key string) error {
 		derr = dec.Decode(&sum.Usage)
 		if derr == nil {
 			if problem := sum.Usage.impossibleUsage(); problem != "" {
+				return summaryImpossible(path, problem)
+			}
+		}
+	case "scores":
+		derr = dec.Decode(&sum.Scores)
+		if derr == nil {
+			if problem := impossibleScores(sum.Scores); problem != "" {
 				return summaryImpossible(path, problem)
 			}
 		}

@@ -67,6 +67,11 @@ type State struct {
 	// Usage comes before the milestones too: `runr report` reads it
 	// from the head of the file with the rest of the summary.
 	Usage Usage `json:"usage"`
+	// Scores are the scoreboard's figures of the milestones (Scores),
+	// computed at every save and kept in the head of the file with the
+	// usage, so that runr report reads neither the milestones nor the
+	// timeline.
+	Scores []Score `json:"scores"`
 
 	Repo           string          `json:"repo"`
 	Worktree       string          `json:"worktree,omitempty"`
@@ -194,6 +199,11 @@ type Attempt struct {
 	// Agent is the agent that made the attempt's call; nil in files
 	// written before attempts recorded it.
 	Agent *AgentRef `json:"agent,omitempty"`
+	// Model is the key of usage.models the attempt's call was summed up
+	// under (the model the agent's output named, else agent.model): the
+	// scoreboard of runr report credits the attempt to it. "" before the
+	// call was accounted, and in files written before attempts recorded it.
+	Model string `json:"model,omitempty"`
 	// Progress: the attempt changed the tree or turned a failing check into
 	// a passing one, so far (no_progress). Kept here, not in memory, so
 	// that a verify after a resume still knows the agent's call changed

@@ -159,7 +159,7 @@ func (s *Supervisor) changedGitMetadata(ctx context.Context) ([]guard.Violation,
 }
 
 // snapshotFile is the run dir's file that keeps the guard snapshot.
-const snapshotFile = "guard-snapshot.gob"
+const snapshotFile = guard.SnapshotFile
 
 // saveSnapshot keeps the guard snapshot in the run dir, for a resume.
 func (s *Supervisor) saveSnapshot() error {

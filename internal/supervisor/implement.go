@@ -192,6 +192,7 @@ func (s *Supervisor) account(ar agents.Result, res proc.Result) {
 	}
 	if a := s.currentAttempt(); a != nil {
 		a.CostUSD = cost
+		a.Model = state.ModelKey(call.Model)
 		a.ExitCode = res.ExitCode
 		a.DurationMS = res.Duration.Milliseconds()
 	}

@@ -129,31 +129,6 @@ func k8sExample(t *testing.T) (*corev1.PersistentVolumeClaim, *batchv1.Job, []by
 	return &pvc, &job, data
 }
 
-// TestK8sJobPolicyIsGenerated: the Job's podFailurePolicy is what runr
-// prints now, comments and all, and decodes to the same value.
-func TestK8sJobPolicyIsGenerated(t *testing.T) {
-	_, job, data := k8sExample(t)
-	generated := runr(t, "reasons", "--format", "k8s-pod-failure-policy")
-
-	var spec batchv1.JobSpec
-	if err := yaml.UnmarshalStrict(generated, &spec); err != nil {
-		t.Fatalf("runr's podFailurePolicy does not decode into a batch/v1 JobSpec: %v", err)
-	}
-	if spec.PodFailurePolicy == nil {
-		t.Fatal("runr's output has no podFailurePolicy")
-	}
-	if !reflect.DeepEqual(job.Spec.PodFailurePolicy, spec.PodFailurePolicy) {
-		t.Errorf("the Job's podFailurePolicy differs from runr's:\njob:  %+v\nrunr: %+v", job.Spec.PodFailurePolicy, spec.PodFailurePolicy)
-	}
-	var indented strings.Builder
-	for line := range strings.Lines(string(generated)) {
-		indented.WriteString("  " + line)
-	}
-	if !strings.Contains(string(data), indented.String()) {
-		t.Errorf("docs/examples/k8s-job.yaml does not hold the output of 'runr reasons --format k8s-pod-failure-policy' indented by two spaces; paste it under spec:\n%s", indented.String())
-	}
-}
-
 // TestK8sJobPolicyCodes: the policy counts exactly the registry's
 // auto-resumable exit codes, on the Job's container, ignores disruptions,
 // and fails the Job on every other code it names.
@@ -332,7 +307,7 @@ func TestCIDocQuotesExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"gitlab-ci.yml", "k8s-job.yaml"} {
+	for _, name := range []string{"gitlab-ci.yml", "k8s-job.yaml", "k8s-indexed-job.yaml"} {
 		data, err := os.ReadFile(filepath.Join(root, "docs/examples", name))
 		if err != nil {
 			t.Fatal(err)
@@ -340,5 +315,204 @@ func TestCIDocQuotesExamples(t *testing.T) {
 		if !strings.Contains(string(doc), "```yaml\n"+string(data)+"```\n") {
 			t.Errorf("docs/ci.md does not quote docs/examples/%s as it is, in a yaml block", name)
 		}
+	}
+}
+
+// indexedExample returns the documents of docs/examples/k8s-indexed-job.yaml:
+// the PersistentVolumeClaim and the Indexed Job, each decoded strictly.
+func indexedExample(t *testing.T) (*corev1.PersistentVolumeClaim, *batchv1.Job, []byte) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "docs/examples/k8s-indexed-job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(string(data), "\n---\n")
+	if len(docs) != 2 {
+		t.Fatalf("k8s-indexed-job.yaml has %d documents, want 2 (the claim, the Job)", len(docs))
+	}
+	var pvc corev1.PersistentVolumeClaim
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), &pvc); err != nil {
+		t.Fatalf("the PersistentVolumeClaim: %v", err)
+	}
+	var job batchv1.Job
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), &job); err != nil {
+		t.Fatalf("the Job: %v", err)
+	}
+	if pvc.Kind != "PersistentVolumeClaim" || job.APIVersion != "batch/v1" || job.Kind != "Job" {
+		t.Fatalf("documents are %s and %s %s, want a PersistentVolumeClaim and a batch/v1 Job", pvc.Kind, job.APIVersion, job.Kind)
+	}
+	return &pvc, &job, data
+}
+
+// TestK8sPoliciesAreGenerated: each example's podFailurePolicy is what its
+// `runr reasons` format prints now, comments and all, and decodes to the
+// same value.
+func TestK8sPoliciesAreGenerated(t *testing.T) {
+	_, indexed, indexedData := indexedExample(t)
+	_, job, jobData := k8sExample(t)
+	for _, tc := range []struct {
+		format string
+		job    *batchv1.Job
+		data   []byte
+		file   string
+	}{
+		{"k8s-pod-failure-policy", job, jobData, "k8s-job.yaml"},
+		{"k8s-pod-failure-policy-indexed", indexed, indexedData, "k8s-indexed-job.yaml"},
+	} {
+		generated := runr(t, "reasons", "--format", tc.format)
+		var spec batchv1.JobSpec
+		if err := yaml.UnmarshalStrict(generated, &spec); err != nil {
+			t.Fatalf("%s does not decode into a batch/v1 JobSpec: %v", tc.format, err)
+		}
+		if spec.PodFailurePolicy == nil || !reflect.DeepEqual(tc.job.Spec.PodFailurePolicy, spec.PodFailurePolicy) {
+			t.Errorf("%s: the podFailurePolicy differs from runr's --format %s", tc.file, tc.format)
+		}
+		var indented strings.Builder
+		for line := range strings.Lines(string(generated)) {
+			indented.WriteString("  " + line)
+		}
+		if !strings.Contains(string(tc.data), indented.String()) {
+			t.Errorf("docs/examples/%s does not hold the output of 'runr reasons --format %s' indented by two spaces", tc.file, tc.format)
+		}
+	}
+}
+
+// policyAction is what Kubernetes does with a failed pod under p: the
+// action of the first rule that matches the container's exit code or one
+// of the pod's conditions, "" when none does (Kubernetes then counts the
+// failure against the backoff limit, as Count does).
+func policyAction(p *batchv1.PodFailurePolicy, container string, exit int32, conditions []corev1.PodCondition) batchv1.PodFailurePolicyAction {
+	for _, rule := range p.Rules {
+		if ec := rule.OnExitCodes; ec != nil && exit != 0 && (ec.ContainerName == nil || *ec.ContainerName == container) {
+			in := slices.Contains(ec.Values, exit)
+			if (ec.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn) == in {
+				return rule.Action
+			}
+		}
+		for _, want := range rule.OnPodConditions {
+			for _, c := range conditions {
+				if c.Type == want.Type && c.Status == want.Status {
+					return rule.Action
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// TestK8sPoliciesActOnEveryExitCode walks every exit code of the registry
+// through both examples' policies: a success is no failure, an
+// auto-resumable code is counted (a new pod resumes the run), every other
+// code fails the Job, or the index of an Indexed Job. A pod with the
+// DisruptionTarget condition is ignored whatever its code, and a SIGKILL
+// (137, in no rule) gets Kubernetes's default.
+func TestK8sPoliciesActOnEveryExitCode(t *testing.T) {
+	var reasons []struct {
+		Code          string `json:"code"`
+		ExitCode      int32  `json:"exit_code"`
+		AutoResumable bool   `json:"auto_resumable"`
+	}
+	if err := json.Unmarshal(runr(t, "reasons", "--format", "json"), &reasons); err != nil {
+		t.Fatal(err)
+	}
+	_, job, _ := k8sExample(t)
+	_, indexed, _ := indexedExample(t)
+	disrupted := []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}
+	for _, tc := range []struct {
+		name string
+		job  *batchv1.Job
+		fail batchv1.PodFailurePolicyAction
+	}{
+		{"job", job, batchv1.PodFailurePolicyActionFailJob},
+		{"indexed", indexed, batchv1.PodFailurePolicyActionFailIndex},
+	} {
+		p := tc.job.Spec.PodFailurePolicy
+		container := tc.job.Spec.Template.Spec.Containers[0].Name
+		for _, r := range reasons {
+			want := tc.fail
+			switch {
+			case r.ExitCode == 0:
+				want = ""
+			case r.AutoResumable:
+				want = batchv1.PodFailurePolicyActionCount
+			}
+			if got := policyAction(p, container, r.ExitCode, nil); got != want {
+				t.Errorf("%s: exit %d (%s, auto_resumable %v) gets %q, want %q", tc.name, r.ExitCode, r.Code, r.AutoResumable, got, want)
+			}
+			if r.ExitCode != 0 {
+				if got := policyAction(p, container, r.ExitCode, disrupted); got != batchv1.PodFailurePolicyActionIgnore {
+					t.Errorf("%s: exit %d of a disrupted pod gets %q, want Ignore", tc.name, r.ExitCode, got)
+				}
+			}
+		}
+		if got := policyAction(p, container, 137, nil); got != "" {
+			t.Errorf("%s: exit 137 (SIGKILL) gets %q, want no rule (Kubernetes's default, Count)", tc.name, got)
+		}
+	}
+}
+
+// TestK8sIndexedJobIsABatch: one task per completion index, the run id and
+// the run store built from the index (so a replaced pod resumes its
+// index's run, and each index has a store of its own on the claim), a
+// per-index backoff limit, restartPolicy Never.
+func TestK8sIndexedJobIsABatch(t *testing.T) {
+	pvc, job, _ := indexedExample(t)
+	spec := job.Spec
+	if spec.CompletionMode == nil || *spec.CompletionMode != batchv1.IndexedCompletion {
+		t.Errorf("completionMode %v, want Indexed", spec.CompletionMode)
+	}
+	if spec.BackoffLimitPerIndex == nil || *spec.BackoffLimitPerIndex < 1 {
+		t.Errorf("backoffLimitPerIndex %v, want one of at least 1", spec.BackoffLimitPerIndex)
+	}
+	if spec.Completions == nil || *spec.Completions < 2 {
+		t.Errorf("completions %v: a batch has several tasks", spec.Completions)
+	}
+	pod := spec.Template.Spec
+	if pod.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("restartPolicy %q, want Never", pod.RestartPolicy)
+	}
+	if !slices.Contains(pvc.Spec.AccessModes, corev1.ReadWriteMany) {
+		t.Errorf("the claim's access modes %v: the indexes' pods run at once, it needs ReadWriteMany", pvc.Spec.AccessModes)
+	}
+	c := pod.Containers[0]
+	const index = "$(JOB_COMPLETION_INDEX)"
+	env := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		env[e.Name] = e
+	}
+	ie, ok := env["JOB_COMPLETION_INDEX"]
+	if !ok || ie.ValueFrom == nil || ie.ValueFrom.FieldRef == nil ||
+		ie.ValueFrom.FieldRef.FieldPath != "metadata.annotations['batch.kubernetes.io/job-completion-index']" {
+		t.Errorf("JOB_COMPLETION_INDEX is not set from the pod's completion index annotation: %+v", ie)
+	}
+	argv := append(slices.Clone(c.Command), c.Args...)
+	if len(argv) < 2 || argv[0] != "runr" || argv[1] != "run" {
+		t.Fatalf("the container runs %q, want runr run", argv)
+	}
+	flag := func(name string) string {
+		i := slices.Index(argv, name)
+		if i < 0 || i+1 >= len(argv) {
+			t.Fatalf("the command %q has no %s", argv, name)
+		}
+		return argv[i+1]
+	}
+	for _, f := range []string{"--run-id", "--task"} {
+		if !strings.Contains(flag(f), index) {
+			t.Errorf("%s %s is not built from %s", f, flag(f), index)
+		}
+	}
+	// The run id runr would see for index 3 is one it takes.
+	id := strings.ReplaceAll(flag("--run-id"), index, "3")
+	out, err := exec.Command(runrBinFor(t), "--home", t.TempDir(), "status", id).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 66 {
+		t.Errorf("runr status %s in an empty store: %v, want run_not_found (66):\n%s", id, err, out)
+	}
+	home := env["RUNR_HOME"].Value
+	if !strings.Contains(home, index) || !strings.HasPrefix(home, "/state/") {
+		t.Errorf("RUNR_HOME %q: want a store per index on the claim's volume, under /state", home)
+	}
+	if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/state" || pod.Volumes[0].PersistentVolumeClaim == nil ||
+		pod.Volumes[0].PersistentVolumeClaim.ClaimName != pvc.Name {
+		t.Errorf("/state is not the claim %s's volume", pvc.Name)
 	}
 }
