@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,4 +116,56 @@ func TestLogsShowACommandAgentsOutput(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "  > Write /home/dev/repo/hello.txt\n")
 	assert.NotContains(t, stdout, `"type"`, "Claude Code's stream of events is not dumped")
+}
+
+// TestLogCapKeepsHeadAndTail: with agent.log_cap set small, an agent's and a
+// verify command's floods leave logs of the cap's size that keep the
+// output's head and tail and a line that counts the bytes left out; the
+// timeline's process_ended and the transcript count them too. (The 1 GB
+// measurement with the default cap is in make bench.)
+func TestLogCapKeepsHeadAndTail(t *testing.T) {
+	const logCap = 4 << 10
+	repo := newRepo(t)
+	flood := `echo HEAD-START; head -c 100000 /dev/zero | tr '\0' x; echo; echo TAIL-END`
+	code, stdout, stderr := resRunr(t, repo, []string{"RUNR_AGENT_LOG_CAP=4KiB"}, "run", "--prompt", "flood", "--quiet",
+		"--verify", flood, "--", "sh", "-c", flood+"; echo RUNR_STATUS: done")
+	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
+	dir, err := latestRunDir(repo)
+	require.NoError(t, err)
+
+	omitted := map[string]float64{}
+	for _, ev := range timelineEvents(t, dir) {
+		if ev["type"] == "process_ended" {
+			d := ev["data"].(map[string]any)
+			lo, _ := d["log_omitted"].(float64)
+			omitted[ev["phase"].(string)] = lo
+			assert.Equal(t, d["bytes"].(float64)-logCap, lo, "%s: every byte past the cap is left out", ev["phase"])
+		}
+	}
+	for _, tc := range []struct{ phase, end string }{
+		{"implement", "TAIL-END\nRUNR_STATUS: done\n"},
+		{"verify", "TAIL-END\n"},
+	} {
+		b, err := os.ReadFile(filepath.Join(dir, "logs", "tick-0001-"+tc.phase+".log"))
+		if tc.phase == "verify" {
+			b, err = os.ReadFile(filepath.Join(dir, "logs", "tick-0002-verify.log"))
+		}
+		require.NoError(t, err, tc.phase)
+		log := string(b)
+		require.Greater(t, omitted[tc.phase], 90000.0, tc.phase)
+		note := fmt.Sprintf("\n[runr: %d bytes of output left out here; the log keeps the first %d and the last %d bytes of ",
+			int64(omitted[tc.phase]), logCap/2, logCap/2)
+		i := strings.Index(log, note)
+		require.GreaterOrEqual(t, i, 0, "%s: the note in the log:\n%.300s", tc.phase, log)
+		_, rest, _ := strings.Cut(log[i+1:], "]\n")
+		assert.True(t, strings.HasSuffix(log[:i], strings.Repeat("x", 100)), tc.phase)
+		assert.Contains(t, log[:i], "HEAD-START\n", "%s: the head", tc.phase)
+		assert.True(t, strings.HasSuffix(rest, tc.end), "%s: the tail", tc.phase)
+		assert.Len(t, rest, logCap/2, "%s: the tail's size", tc.phase)
+		assert.LessOrEqual(t, len(b), logCap+len(note)+200, tc.phase)
+	}
+	code, logs, _ := resRunr(t, repo, nil, "logs")
+	require.Equal(t, 0, code)
+	assert.Contains(t, logs, fmt.Sprintf("%d of its", int64(omitted["implement"])))
+	assert.Contains(t, logs, "bytes of output left out of its log (agent.log_cap)")
 }

@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,6 +58,7 @@ type Agent struct {
 	PermissionMode    string
 	Timeout           time.Duration
 	IdleTimeout       time.Duration
+	LogCap            int64 // agent.log_cap: the most one process's log keeps
 	KillGrace         time.Duration
 	CompletionPromise string
 	ContinueSession   bool
@@ -314,6 +316,17 @@ func nest(flat map[string]any) map[string]any {
 		m[parts[len(parts)-1]] = value
 	}
 	return out
+}
+
+// FormatSize writes a size in bytes the way runr.yaml takes it: 64MiB,
+// 512KiB, or bytes when it is no whole number of KiB.
+func FormatSize(n int64) string {
+	for _, u := range sizeUnits {
+		if n >= u.n && n%u.n == 0 {
+			return strconv.FormatInt(n/u.n, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 // FormatDuration writes a duration the way a person would: 30m, 1h30m, 5s.

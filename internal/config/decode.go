@@ -176,6 +176,9 @@ func numbers(s *setting) (any, error) {
 	case kindRate:
 		f, err := parseRate(s.src, s.value)
 		return s.done(f, f, err)
+	case kindSize:
+		n, err := parseSize(s.src, s.value)
+		return s.done(n, FormatSize(n), err)
 	}
 	return s, nil
 }

@@ -22,6 +22,7 @@ func TestEveryKeyReachesItsField(t *testing.T) {
   permission_mode: plan
   timeout: 21m
   idle_timeout: 6m
+  log_cap: 3MiB
   kill_grace: 7s
   completion_promise: DONE
   continue_session: true
@@ -58,7 +59,7 @@ sandbox: {mode: auto, writable: [~/.cache/go-build]}
 
 	assert.Equal(t, Agent{
 		Kind: "codex", Command: []string{"./a.sh"}, Args: []string{"--fast"}, Model: "m1", PermissionMode: "plan",
-		Timeout: 21 * time.Minute, IdleTimeout: 6 * time.Minute, KillGrace: 7 * time.Second,
+		Timeout: 21 * time.Minute, IdleTimeout: 6 * time.Minute, LogCap: 3 << 20, KillGrace: 7 * time.Second,
 		CompletionPromise: "DONE", ContinueSession: true, Price: Price{InputPerMTok: 3, OutputPerMTok: 15.5},
 		Fallback:    []FallbackAgent{{Kind: "gemini", Model: "m2", Args: []string{"--x"}}, {Kind: "command", Command: []string{"./b.sh", "{prompt}"}}},
 		ResultGrace: 3 * time.Second,
@@ -121,4 +122,29 @@ func TestFirstErrorInKeyOrder(t *testing.T) {
 		Environ:  []string{"RUNR_BUDGET_TIME=soon", "RUNR_VERIFY_COMMANDS=go test ./..."},
 	})
 	assert.Equal(t, `RUNR_VERIFY_COMMANDS: go test ./... is not a JSON array (write e.g. ["go test ./..."])`, msg)
+}
+
+// agent.log_cap is a size: KiB, MiB, GiB or bytes, at least 1KiB; a bad
+// one is config_invalid naming the key.
+func TestLogCapSize(t *testing.T) {
+	for _, tt := range []struct {
+		value string
+		want  int64
+		err   string
+	}{
+		{"64MiB", 64 << 20, ""}, {"512KiB", 512 << 10, ""}, {"1GiB", 1 << 30, ""}, {"4096", 4096, ""}, {"2 MiB", 2 << 20, ""},
+		{"1KiB", 1 << 10, ""}, {"100", 0, "below 1KiB"}, {"64MB", 0, "not a size"}, {"-1KiB", 0, "not a size"}, {"lots", 0, "not a size"},
+		{"9999999999GiB", 0, "too large"},
+	} {
+		cfg, err := Load(LoadOptions{RepoRoot: repo(t, "agent:\n  log_cap: "+tt.value+"\n"), AgentKinds: agents.Kinds()})
+		if tt.err != "" {
+			require.Error(t, err, tt.value)
+			assert.Contains(t, err.Error(), "agent.log_cap", tt.value)
+			assert.Contains(t, err.Error(), tt.err, tt.value)
+			continue
+		}
+		require.NoError(t, err, tt.value)
+		assert.Equal(t, tt.want, cfg.Agent.LogCap, tt.value)
+		assert.Equal(t, FormatSize(tt.want), cfg.Raw["agent"].(map[string]any)["log_cap"], tt.value)
+	}
 }

@@ -31,6 +31,7 @@ const (
 	kindSandboxMode  // off, auto or on
 	kindFallback     // a list of agents to switch to (agent.fallback)
 	kindWorkers      // a whole number, 1 or more (parallel.workers)
+	kindSize         // a size in bytes: 64MiB, 512KiB, 1GiB, or a whole number of bytes
 )
 
 // isList reports whether an environment variable for the kind holds a JSON array.
@@ -72,6 +73,7 @@ var keyDefs = func() []keyDef {
 		{"agent.permission_mode", kindString, "bypassPermissions"},
 		{"agent.timeout", kindDuration, "20m"},
 		{"agent.idle_timeout", kindDuration, "5m"},
+		{"agent.log_cap", kindSize, "64MiB"},
 		{"agent.kill_grace", kindDuration, "5s"},
 		{"agent.completion_promise", kindString, "<promise>COMPLETE</promise>"},
 		{"agent.continue_session", kindBool, false},

@@ -403,3 +403,49 @@ func scalarString(v any) (string, bool) {
 	}
 	return "", false
 }
+
+// sizeUnits are the units a size may be written in, the largest first.
+var sizeUnits = []struct {
+	name string
+	n    int64
+}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}}
+
+// MinLogCap is the smallest agent.log_cap: room for a head, a tail and
+// the line that says what was left out between them.
+const MinLogCap = 1 << 10
+
+// parseSize reads a size: a whole number of bytes, or one of KiB, MiB or
+// GiB (64MiB); at least MinLogCap.
+func parseSize(src source, v any) (int64, error) {
+	const advice = "not a size (write e.g. 64MiB, 512KiB or 1GiB)"
+	var n int64
+	switch x := v.(type) {
+	case string:
+		text := strings.TrimSpace(x)
+		mult := int64(1)
+		for _, u := range sizeUnits {
+			if num, ok := strings.CutSuffix(text, u.name); ok {
+				text, mult = strings.TrimSpace(num), u.n
+				break
+			}
+		}
+		i, err := strconv.ParseInt(text, 10, 64)
+		if err != nil || i < 0 {
+			return 0, src.invalid(v, advice)
+		}
+		if i > math.MaxInt64/mult {
+			return 0, src.invalid(v, "too large")
+		}
+		n = i * mult
+	default:
+		i, err := parseWhole(src, v)
+		if err != nil {
+			return 0, src.invalid(v, advice)
+		}
+		n = i
+	}
+	if n < MinLogCap {
+		return 0, src.invalid(v, "below 1KiB (a log needs room for its head, its tail and the note between them)")
+	}
+	return n, nil
+}

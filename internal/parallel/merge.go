@@ -174,7 +174,7 @@ func (c *coordinator) verifyMerged(ctx context.Context, n int) (string, string, 
 	env := append(slices.Clone(c.o.Environ), "RUNR_RUN_ID="+c.st.RunID, "RUNR_RUN_DIR="+c.runDir, "RUNR_PHASE=verify", "RUNR_MILESTONE="+strconv.Itoa(n))
 	for _, cmd := range c.cfg.Verify.Commands {
 		res, err := proc.Run(ctx, proc.Spec{Argv: []string{"sh", "-c", cmd}, Dir: c.integ, Env: env, LogPath: logPath,
-			Timeout: c.cfg.Verify.Timeout, KillGrace: c.cfg.Agent.KillGrace})
+			LogCap: c.cfg.Agent.LogCap, Timeout: c.cfg.Verify.Timeout, KillGrace: c.cfg.Agent.KillGrace})
 		if err != nil {
 			return cmd, "", false, err
 		}

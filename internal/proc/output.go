@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,12 +23,26 @@ type sink struct {
 	ring    ring
 	n       int64
 
+	// A log with a cap (logCap > 0) takes the output's first headCap bytes
+	// as they come; the rest go round a file of tailCap bytes (tailFile,
+	// unlinked: nothing is left behind) that close appends after a line
+	// counting what it left out. Neither half is held in memory.
+	logCap, headCap, tailCap int64
+	head                     int64 // bytes written to the log so far
+	tailFile                 *os.File
+	tailN                    int64 // bytes sent round the tail file
+	omitted                  int64 // set by close
+
 	base time.Time    // monotonic origin for last
 	last atomic.Int64 // nanoseconds after base of the latest write
 }
 
-func newSink(logPath string, tailBytes int) (*sink, error) {
+func newSink(logPath string, tailBytes int, logCap int64) (*sink, error) {
 	s := &sink{logPath: logPath, ring: ring{size: tailBytes}, base: time.Now()}
+	if logCap > 0 {
+		s.logCap, s.headCap = logCap, logCap/2
+		s.tailCap = logCap - s.headCap
+	}
 	if logPath != "" {
 		// O_NOFOLLOW: a symlink planted at the log path is refused, not written through.
 		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o644)
@@ -48,10 +63,81 @@ func (s *sink) write(p []byte) {
 	// After a failed write the log is abandoned but the process keeps being
 	// drained: a full disk must not block the child on a full pipe.
 	if s.log != nil && s.logErr == nil {
-		if _, err := s.log.Write(p); err != nil {
-			s.logErr = err
+		s.logErr = s.writeLog(p)
+	}
+}
+
+// writeLog writes p to the log, or past a cap's head round the tail file.
+func (s *sink) writeLog(p []byte) error {
+	if s.logCap == 0 {
+		_, err := s.log.Write(p)
+		return err
+	}
+	if room := s.headCap - s.head; room > 0 {
+		n := int(min(room, int64(len(p))))
+		if _, err := s.log.Write(p[:n]); err != nil {
+			return err
+		}
+		s.head += int64(n)
+		p = p[n:]
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	if s.tailFile == nil {
+		f, err := os.CreateTemp(filepath.Dir(s.logPath), "."+filepath.Base(s.logPath)+".tail-")
+		if err != nil {
+			return err
+		}
+		// Unlinked at once: the file lives while runr holds it, and a runr
+		// killed here leaves nothing in the run directory.
+		os.Remove(f.Name())
+		s.tailFile = f
+	}
+	if int64(len(p)) > s.tailCap {
+		// Bytes that a later part of the same write pushes out of the tail
+		// are not written at all.
+		skip := int64(len(p)) - s.tailCap
+		s.tailN += skip
+		p = p[skip:]
+	}
+	for len(p) > 0 {
+		off := s.tailN % s.tailCap
+		n := int(min(s.tailCap-off, int64(len(p))))
+		if _, err := s.tailFile.WriteAt(p[:n], off); err != nil {
+			return err
+		}
+		s.tailN += int64(n)
+		p = p[n:]
+	}
+	return nil
+}
+
+// finishTail appends the tail file to the log in order, after a line that
+// counts the bytes left out between the head and the tail, if any.
+func (s *sink) finishTail() error {
+	f := s.tailFile
+	s.tailFile = nil
+	defer f.Close()
+	kept := min(s.tailN, s.tailCap)
+	s.omitted = s.tailN - kept
+	if s.omitted > 0 {
+		note := fmt.Sprintf("\n[runr: %d bytes of output left out here; the log keeps the first %d and the last %d bytes of %d (agent.log_cap, %d bytes)]\n",
+			s.omitted, s.head, kept, s.n, s.logCap)
+		if _, err := io.WriteString(s.log, note); err != nil {
+			return err
 		}
 	}
+	start := s.tailN % s.tailCap
+	if s.tailN <= s.tailCap {
+		start = 0
+	}
+	// The oldest kept byte is at start; the ring wraps at kept.
+	if _, err := io.Copy(s.log, io.NewSectionReader(f, start, kept-start)); err != nil {
+		return err
+	}
+	_, err := io.Copy(s.log, io.NewSectionReader(f, 0, start))
+	return err
 }
 
 // touch records n bytes of output that went elsewhere (Spec.Stdout): they
@@ -84,6 +170,14 @@ func (s *sink) total() int64 {
 func (s *sink) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.tailFile != nil {
+		if s.logErr == nil && s.log != nil {
+			s.logErr = s.finishTail()
+		} else {
+			s.tailFile.Close()
+			s.tailFile = nil
+		}
+	}
 	err := s.logErr
 	if s.log != nil {
 		if cerr := s.log.Close(); err == nil {

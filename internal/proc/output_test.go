@@ -303,3 +303,59 @@ func BenchmarkRunLargeOutput(b *testing.B) {
 		b.Fatalf("%d signal lines in output that has none", signals)
 	}
 }
+
+// A log with a cap keeps the output's first half and last half, in order,
+// with a line between them that counts the bytes left out; output within
+// the cap is kept whole. Writes of every size, cut at random (the seed is
+// printed), give the same log.
+func TestSinkLogCapKeepsHeadAndTail(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	for _, tt := range []struct {
+		name     string
+		cap, out int64
+	}{
+		{"within the cap", 100, 80},
+		{"exactly the cap", 100, 100},
+		{"just past the head", 100, 51},
+		{"ten times the cap", 100, 1000},
+		{"an odd cap", 101, 777},
+		{"one write larger than the tail", 64, 5000},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			data := make([]byte, tt.out)
+			for i := range data {
+				data[i] = byte('a' + rng.IntN(26))
+			}
+			path := filepath.Join(t.TempDir(), "tick-0001-implement.log")
+			s, err := newSink(path, 64, tt.cap)
+			require.NoError(t, err)
+			for p := data; len(p) > 0; {
+				n := 1 + rng.IntN(int(tt.cap))
+				if tt.name == "one write larger than the tail" {
+					n = len(p)
+				}
+				n = min(n, len(p))
+				s.write(p[:n])
+				p = p[n:]
+			}
+			require.NoError(t, s.close())
+			got, err := os.ReadFile(path)
+			require.NoError(t, err)
+			entries, _ := os.ReadDir(filepath.Dir(path))
+			assert.Len(t, entries, 1, "no tail file left beside the log")
+			if tt.out <= tt.cap {
+				assert.Equal(t, string(data), string(got))
+				assert.Zero(t, s.omitted)
+				return
+			}
+			head, tail := tt.cap/2, tt.cap-tt.cap/2
+			omitted := tt.out - head - tail
+			assert.Equal(t, omitted, s.omitted)
+			note := fmt.Sprintf("\n[runr: %d bytes of output left out here; the log keeps the first %d and the last %d bytes of %d (agent.log_cap, %d bytes)]\n",
+				omitted, head, tail, tt.out, tt.cap)
+			assert.Equal(t, string(data[:head])+note+string(data[tt.out-tail:]), string(got))
+		})
+	}
+}

@@ -53,6 +53,10 @@ type Spec struct {
 	KillGrace   time.Duration // between SIGTERM(+SIGCONT) and SIGKILL of the group; 0 means 5s
 	TailBytes   int           // bounded tail of the combined output kept in memory; 0 means 64 KiB
 	MaxLine     int           // longest stdout line handed to OnStdoutLine (longer ones truncated); 0 means 1 MiB
+	// LogCap bounds what this process adds to the log: past it the log
+	// keeps the first half and the last half of the output and a line that
+	// counts the bytes left out between them (Result.LogOmitted); 0: no cap.
+	LogCap int64
 	// OnStart is called once the process started, before it can do any
 	// work: it is held at a gate (a shell reading one line from a pipe)
 	// until OnStart returned, so that what OnStart records (runr persists
@@ -119,6 +123,9 @@ type Result struct {
 
 	Tail  []byte // last TailBytes of combined stdout+stderr
 	Bytes int64  // total bytes of output
+	// LogOmitted is how many bytes of the output the log left out
+	// (Spec.LogCap).
+	LogOmitted int64
 }
 
 // Run starts spec.Argv in its own process group, waits for it and for its
@@ -130,7 +137,7 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	out, err := newSink(spec.LogPath, spec.TailBytes)
+	out, err := newSink(spec.LogPath, spec.TailBytes, spec.LogCap)
 	if err != nil {
 		return Result{}, err
 	}
@@ -176,7 +183,9 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 
 	exitStatus(&res, cmd.ProcessState)
 	res.Tail, res.Bytes = out.tail(), out.total()
-	if err := out.close(); err != nil {
+	err = out.close()
+	res.LogOmitted = out.omitted
+	if err != nil {
 		return res, fmt.Errorf("run %s: %w", spec.Argv[0], err)
 	}
 	return res, nil

@@ -219,6 +219,9 @@ func (t *Transcript) processEnded(ev state.Event, d state.ProcessEndedEvent) {
 	if d.Canceled {
 		notes = append(notes, "stopped")
 	}
+	if d.LogOmitted > 0 {
+		notes = append(notes, fmt.Sprintf("%d of its %d bytes of output left out of its log (agent.log_cap)", d.LogOmitted, d.Bytes))
+	}
 	suffix := ""
 	if len(notes) > 0 {
 		suffix = ", " + strings.Join(notes, ", ")

@@ -103,6 +103,9 @@ type ProcessEndedEvent struct {
 	ExitCode   int   `json:"exit_code"`
 	DurationMS int64 `json:"duration_ms"`
 	Bytes      int64 `json:"bytes"` // of output
+	// LogOmitted is how many of those bytes the log left out between its
+	// head and its tail (agent.log_cap).
+	LogOmitted int64 `json:"log_omitted,omitempty"`
 	TimedOut   bool  `json:"timed_out"`
 	Idle       bool  `json:"idle"`
 	Canceled   bool  `json:"canceled"`

@@ -67,6 +67,9 @@ func (s *Supervisor) runProcess(ctx context.Context, phase string, spec proc.Spe
 		return proc.Result{}, err
 	}
 	spec.KillNow = s.killNow
+	// Every process of the run (agent, verify, review) writes a log of at
+	// most agent.log_cap.
+	spec.LogCap = s.cfg.Agent.LogCap
 	if spec.KillGrace == 0 {
 		spec.KillGrace = s.cfg.Agent.KillGrace
 	}
@@ -101,7 +104,7 @@ func (s *Supervisor) runProcess(ctx context.Context, phase string, spec proc.Spe
 	}
 	if err == nil {
 		ended := state.ProcessEndedEvent{ExitCode: res.ExitCode, DurationMS: res.Duration.Milliseconds(), Bytes: res.Bytes,
-			TimedOut: res.TimedOut, Idle: res.Idle, Canceled: res.Canceled}
+			LogOmitted: res.LogOmitted, TimedOut: res.TimedOut, Idle: res.Idle, Canceled: res.Canceled}
 		if phase == state.PhaseImplement {
 			ended.PlainText = agents.EventReader(s.adapter.Kind(), "") == nil
 		}
