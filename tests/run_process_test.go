@@ -228,13 +228,17 @@ func TestBackgroundChildOfASuccessfulCallIsKilled(t *testing.T) {
 	require.NoError(t, checkStoppedRun(dir, []string{"complete"}))
 }
 
+// TestFloodingAgentKeepsMemoryFlat: an agent's flood of output is written
+// through to its log, never held in memory. agent.log_cap is raised above
+// the flood so the log holds all of it; the cap's own test is the bench's
+// output row and TestLogCapKeepsHeadAndTail.
 func TestFloodingAgentKeepsMemoryFlat(t *testing.T) {
 	size, sizeBytes := "256M", int64(256<<20)
 	if testing.Short() {
 		size, sizeBytes = "32M", 32<<20
 	}
 	repo := newRepo(t)
-	p := startRunr(t, repo, nil, "run", "--prompt", "work", "--",
+	p := startRunr(t, repo, []string{"RUNR_AGENT_LOG_CAP=1GiB"}, "run", "--prompt", "work", "--",
 		"fakeagent", "--do", "flood "+size+"; print; status done")
 	assert.Equal(t, 0, p.wait(t, 240*time.Second), "stderr: %s", &p.stderr)
 	dir, _ := latestRunDir(repo)
