@@ -31,6 +31,7 @@ const (
 	kindSandboxMode  // off, auto or on
 	kindFallback     // a list of agents to switch to (agent.fallback)
 	kindWorkers      // a whole number, 1 or more (parallel.workers)
+	kindRequireTests // auto, on or off (verify.require_tests)
 )
 
 // isList reports whether an environment variable for the kind holds a JSON array.
@@ -82,6 +83,9 @@ var keyDefs = func() []keyDef {
 		{"task", kindString, ""},
 		{"verify.commands", kindStrings, []string{}},
 		{"verify.timeout", kindDuration, "10m"},
+		{"verify.require_tests", kindRequireTests, RequireTestsAuto},
+		{"verify.coverage.profiles", kindGlobs, []string{}},
+		{"verify.coverage.min_changed", kindRate, 0.0},
 		{"review.command", kindStrings, []string{}},
 		{"scope.allow", kindGlobs, []string{}},
 		{"scope.deny", kindGlobs, []string{}},

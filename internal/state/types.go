@@ -321,6 +321,9 @@ type Failure struct {
 	Signature string `json:"signature,omitempty"`
 	Log       string `json:"log,omitempty"`
 	Notes     string `json:"notes,omitempty"` // review notes
+	// Untested: the verify passed but did not show that it ran the
+	// changed lines or any test (verify.coverage, verify.require_tests).
+	Untested *stopreasons.Untested `json:"untested,omitempty"`
 }
 
 // CheckResult is one verify command's last result.
