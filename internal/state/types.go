@@ -177,7 +177,11 @@ type Milestone struct {
 	Edges        map[string]int `json:"edges,omitempty"` // backward edges within this milestone
 	ReviewRounds int            `json:"review_rounds,omitempty"`
 	TreeHash     string         `json:"tree_hash,omitempty"` // recorded at checkpoint
-	Commit       string         `json:"commit,omitempty"`
+	// StartTree is the git tree of the work tree when the milestone's first
+	// agent call started: its changed lines are judged from it
+	// (verify.coverage.min_changed).
+	StartTree string `json:"start_tree,omitempty"`
+	Commit    string `json:"commit,omitempty"`
 }
 
 // Attempt is one implement (and its verify and review) of a milestone.

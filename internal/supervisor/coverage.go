@@ -1,0 +1,107 @@
+package supervisor
+
+import (
+	"context"
+	"path/filepath"
+	"regexp"
+
+	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/coverage"
+	"github.com/runr-dev/runr/internal/guard"
+)
+
+// measuresCoverage reports whether verify.coverage.min_changed asks for
+// the changed lines to be judged.
+func (s *Supervisor) measuresCoverage() bool { return s.cfg.Verify.Coverage.MinChanged > 0 }
+
+// coverageDir is the run's coverage directory ($RUNR_COVERAGE_DIR): in the
+// run dir, outside the work tree, so the profiles there never touch the
+// agent's tree.
+func (s *Supervisor) coverageDir() string {
+	return filepath.Join(s.store.RunDir(s.st.RunID), "coverage")
+}
+
+// profiles are where the verify commands write their coverage profiles.
+func (s *Supervisor) profiles() coverage.Source {
+	return coverage.Source{WorkTree: s.dir, Dir: s.coverageDir(), Patterns: s.cfg.Verify.Coverage.Profiles}
+}
+
+// objectName is what a git object id read back from state.json must look
+// like before it is handed to git.
+var objectName = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
+
+// markMilestoneStart records the tree the milestone starts from, before
+// its first agent call, so that its changed lines can be told from those
+// of earlier milestones. A failure to read it leaves it unrecorded: the
+// changed lines are then judged from the run's last checkpoint.
+func (s *Supervisor) markMilestoneStart(ctx context.Context) {
+	if !s.measuresCoverage() || s.st.MilestoneIndex >= len(s.st.Milestones) {
+		return
+	}
+	m := s.milestone()
+	if objectName.MatchString(m.StartTree) {
+		return
+	}
+	gctx, cancel := s.gitContext(ctx)
+	defer cancel()
+	if tree, err := guard.TreeHash(gctx, s.dir); err == nil {
+		m.StartTree = tree
+	}
+}
+
+// tested gathers what a verify whose commands all passed showed it
+// tested: the test runners' counts from each command's output, and the
+// milestone's changed lines weighed against the profiles the commands
+// wrote. The work tree's profiles are removed once read (forgetProfiles).
+func (s *Supervisor) tested(ctx context.Context, checks []CheckFacts, profiles coverage.Source) (*TestedFacts, error) {
+	t := &TestedFacts{Tests: coverage.Tests{Ran: map[string]int{}}}
+	if s.cfg.Verify.RequireTests != config.RequireTestsOff {
+		for _, c := range checks {
+			for runner, n := range coverage.CountTests(c.Process.Tail).Ran {
+				t.Tests.Ran[runner] += n
+			}
+		}
+	}
+	if !s.measuresCoverage() {
+		return t, nil
+	}
+	from := s.milestone().StartTree
+	if !objectName.MatchString(from) {
+		from = s.st.GuardHead
+	}
+	gctx, cancel := s.gitContext(ctx)
+	defer cancel()
+	lines, cut, err := guard.AddedLines(gctx, s.dir, from)
+	if err != nil {
+		return nil, err
+	}
+	changed := coverage.Changed{}
+	for f, ls := range lines {
+		if coverage.IsProfile(f, profiles.Patterns) || f == s.o.TaskFile || f == s.configFile() {
+			continue
+		}
+		for _, l := range ls {
+			changed[f] = append(changed[f], coverage.Line{N: l.N, Text: l.Text})
+		}
+	}
+	report := profiles.Read(changed)
+	v := coverage.Judge(changed, report)
+	if cut {
+		v.Notes = append(v.Notes, "the milestone's change is larger than runr reads; only its first part was judged")
+	}
+	if err := forgetProfiles(profiles); err != nil {
+		return nil, err
+	}
+	t.Coverage = &v
+	return t, nil
+}
+
+// forgetProfiles removes the profiles verify wrote into the work tree once
+// they are read. Profiles are runr's, not the agent's: gone from the tree,
+// they are judged by no guard and counted in no tree hash, no-op streak or
+// checkpoint commit. Those under $RUNR_COVERAGE_DIR stay for a person to
+// read until the next verify.
+func forgetProfiles(p coverage.Source) error {
+	p.Dir = ""
+	return p.Clear()
+}
