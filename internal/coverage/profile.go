@@ -157,6 +157,11 @@ func dirFiles(root *os.Root) []profileFile {
 		if err != nil || p == "." || d.IsDir() {
 			return nil
 		}
+		// A dot file is a tool's own data beside its report (coverage.py's
+		// .coverage database), not a profile.
+		if strings.HasPrefix(path.Base(p), ".") {
+			return nil
+		}
 		if len(out) > maxProfiles {
 			return fs.SkipAll
 		}

@@ -154,6 +154,7 @@ func gatherEvidence(st *state.State, runDir string, r *Report) Evidence {
 		if d := sr.Details; d != nil {
 			ev.Files = append(ev.Files, d.Files...)
 			ev.ResetAt = d.ResetAt
+			ev.Untested = d.Untested
 		}
 	}
 	if f := st.LastFailure; f != nil {
@@ -161,7 +162,9 @@ func gatherEvidence(st *state.State, runDir string, r *Report) Evidence {
 			Tick: f.Tick, Phase: f.Phase, Command: f.Command, ExitCode: f.ExitCode,
 			Signature: f.Signature, Log: f.Log, Tail: f.Tail, Notes: f.Notes,
 		}
-		if f.Log != "" {
+		// An untested verify passed: its own words are the evidence, not
+		// the end of its passing output.
+		if f.Log != "" && f.Untested == nil {
 			tail, err := logTail(runDir, f.Log)
 			if err != nil {
 				r.Warnings = append(r.Warnings, err.Error())

@@ -70,6 +70,9 @@ type Evidence struct {
 	Counters    state.Counters   `json:"counters"`
 	// Files are the files a guard named (stop_reason.details["files"]).
 	Files []string `json:"files"`
+	// Untested is what a verify that passed did not show it tested
+	// (changes_not_tested): the figure and the files with lines not run.
+	Untested *stopreasons.Untested `json:"untested,omitempty"`
 	// ResetAt is when a provider's rate limit resets, if the agent said.
 	ResetAt       string           `json:"reset_at,omitempty"`
 	Usage         state.Usage      `json:"usage"`

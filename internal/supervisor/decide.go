@@ -412,6 +412,11 @@ func (d *Decision) untested(f Facts, run Run, r Rules) (result, bool) {
 	}
 	sig := stopconditions.Signature(cond, u.Kind+" "+strings.Join(files, " "))
 	d.Failure = &state.Failure{Tick: run.Tick, Phase: state.PhaseVerify, Command: cond, Tail: text, Signature: sig, Log: f.Log, Untested: u}
+	ev := state.UntestedEvent{Untested: *u}
+	if u.Kind == stopreasons.UntestedCoverage {
+		ev.Executable, ev.Run = t.Coverage.Executable, t.Coverage.Run
+	}
+	d.Events = append(d.Events, ev)
 	return result{Event: Event{Outcome: VerifyUntested}, signature: sig, errText: firstLine(text, cond),
 		errEvent: &stopconditions.ErrorEvent{Source: stopconditions.SourceVerify, Text: text}}, true
 }

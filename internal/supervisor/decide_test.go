@@ -598,24 +598,27 @@ func untestedRows() []decideRow {
 	approvedCounters := counters(func(c *Counters) {
 		c.Attempts, c.SameError, c.NoProgress, c.LastProgressTick, c.TestFailStreak = 5, 0, 0, 7, 0
 	})
-	untested := func(kind, cond, sig, text string, u *stopreasons.Untested) Decision {
+	untested := func(kind, cond, sig, text string, u *stopreasons.Untested, ev state.UntestedEvent) Decision {
 		a := failedWith(sig, text)
 		return Decision{Event: Event{Outcome: VerifyUntested}, Step: Step{Attempt: state.OutcomeFailed, Retry: true, Edge: edgeVerify, Next: Implement},
 			Counters: retried(sig), Attempt: a,
 			Failure: &state.Failure{Tick: 7, Phase: state.PhaseVerify, Command: cond, Tail: text, Signature: sig, Log: verifyLog, Untested: u},
-			Checks:  passed, SetChecks: true, Events: evs(attemptEv(a)),
+			Checks:  passed, SetChecks: true, Events: evs(ev, attemptEv(a)),
 			ErrEvent: &stopconditions.ErrorEvent{Source: stopconditions.SourceVerify, Text: text}, Verify: "passed, " + kind}
 	}
 	return []decideRow{
 		{"verify passed but ran fewer changed lines than min_changed: failed, retry, the files and ranges as feedback", Verify,
 			tested(map[string]int{coverage.RunnerGo: 1}, low), baseRun(), strict,
-			untested(stopreasons.UntestedCoverage, "verify.coverage.min_changed", lowSig, lowText, lowUntested)},
+			untested(stopreasons.UntestedCoverage, "verify.coverage.min_changed", lowSig, lowText, lowUntested,
+				state.UntestedEvent{Untested: *lowUntested, Executable: 10, Run: 3})},
 		{"verify passed and every recognised runner ran no test: failed, retry, kind no_tests", Verify,
 			tested(map[string]int{coverage.RunnerGo: 0}, &coverage.Verdict{}), baseRun(), strict,
-			untested(stopreasons.UntestedNoTests, "verify.require_tests", noneSig, noneText, &stopreasons.Untested{Kind: stopreasons.UntestedNoTests})},
+			untested(stopreasons.UntestedNoTests, "verify.require_tests", noneSig, noneText, &stopreasons.Untested{Kind: stopreasons.UntestedNoTests},
+				state.UntestedEvent{Untested: stopreasons.Untested{Kind: stopreasons.UntestedNoTests}})},
 		{"require_tests on and no runner recognised: failed, retry, kind no_tests", Verify,
 			tested(map[string]int{}, nil), baseRun(), rulesWith(verifyOnly, func(r *Rules) { r.RequireTests = config.RequireTestsOn }),
-			untested(stopreasons.UntestedNoTests, "verify.require_tests", noneSig, unknownText, &stopreasons.Untested{Kind: stopreasons.UntestedNoTests})},
+			untested(stopreasons.UntestedNoTests, "verify.require_tests", noneSig, unknownText, &stopreasons.Untested{Kind: stopreasons.UntestedNoTests},
+				state.UntestedEvent{Untested: stopreasons.Untested{Kind: stopreasons.UntestedNoTests}})},
 		{"require_tests auto and no runner recognised: approved", Verify,
 			tested(map[string]int{}, nil), baseRun(), strict,
 			Decision{Event: Event{Outcome: VerifyPassed}, Step: Step{Attempt: state.OutcomeApproved, Next: Checkpoint},
