@@ -50,6 +50,11 @@ type StopDetails struct {
 	ResetAt    string `json:"reset_at,omitempty"`
 	LimitKind  string `json:"limit_kind,omitempty"`
 
+	// Stalled: the last sign of life seen of the agent's call (output,
+	// CPU time, ...) and when (RFC 3339).
+	LastSign   string `json:"last_sign,omitempty"`
+	LastSignAt string `json:"last_sign_at,omitempty"`
+
 	// Unapproved counts the milestones a skip-mode run finished without
 	// approving.
 	Unapproved int `json:"unapproved,omitempty"`

@@ -158,8 +158,14 @@ func (d *Decision) implement(f Facts, run Run, r Rules) result {
 		return result{Event: Event{Outcome: AgentTimedOut}, stop: &stop{Stop: stopreasons.Stop{Condition: "agent.timeout", Value: p.Duration.Round(time.Second).String(),
 			Threshold: r.AgentTimeout.String(), Message: fmt.Sprintf("the agent call ran past agent.timeout (%s)", r.AgentTimeout)}}}
 	case p.Idle:
+		msg := fmt.Sprintf("the agent's call showed no sign of life (output, CPU time, I/O or a change in its processes) for %s", r.IdleTimeout)
+		var details *stopreasons.StopDetails
+		if p.LastSign != "" {
+			details = &stopreasons.StopDetails{LastSign: p.LastSign, LastSignAt: p.LastSignAt.UTC().Format(time.RFC3339)}
+			msg += "; last seen: " + p.LastSign + " at " + details.LastSignAt
+		}
 		return result{Event: Event{Outcome: AgentStalled}, stop: &stop{Stop: stopreasons.Stop{Condition: "agent.idle_timeout", Threshold: r.IdleTimeout.String(),
-			Message: fmt.Sprintf("the agent printed nothing for %s", r.IdleTimeout)}}}
+			Message: msg, Details: details}}}
 	}
 	if g := f.Guard; g != nil {
 		if res, stopped := d.guards(g, run, r); stopped {

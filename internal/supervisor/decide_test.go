@@ -255,14 +255,15 @@ func implementRows() []decideRow {
 				Stop: stopAt(Implement, stopreasons.Stop{Code: stopreasons.WorkerTimeout, Condition: "agent.timeout", Value: "10m0s", Threshold: "10m0s",
 					Message: "the agent call ran past agent.timeout (10m0s)"}),
 				Counters: baseCounters(), Attempt: stopped("", false)}},
-		{"agent printed nothing for agent.idle_timeout: stop stalled", Implement,
+		{"no sign of life from the call for agent.idle_timeout: stop stalled, with what was last seen and when", Implement,
 			call(func(f *Facts) {
-				f.Process, f.Guard = proc.Result{Idle: true, ExitCode: -1, Duration: 3 * time.Minute}, nil
+				f.Process, f.Guard = proc.Result{Idle: true, ExitCode: -1, Duration: 3 * time.Minute, LastSign: proc.SignCPU, LastSignAt: t0.Add(-2 * time.Minute)}, nil
 			}),
 			baseRun(), verifyOnly,
 			Decision{Event: Event{Outcome: AgentStalled}, Step: Step{Attempt: state.OutcomeStopped, Stop: stopreasons.Stalled},
 				Stop: stopAt(Implement, stopreasons.Stop{Code: stopreasons.Stalled, Condition: "agent.idle_timeout", Threshold: "2m0s",
-					Message: "the agent printed nothing for 2m0s"}),
+					Message: "the agent's call showed no sign of life (output, CPU time, I/O or a change in its processes) for 2m0s; last seen: CPU time at 2026-11-21T22:58:00Z",
+					Details: &stopreasons.StopDetails{LastSign: proc.SignCPU, LastSignAt: "2026-11-21T22:58:00Z"}}),
 				Counters: baseCounters(), Attempt: stopped("", false)}},
 
 		// the agent hit a rate or usage limit / could not authenticate.
