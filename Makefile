@@ -134,7 +134,7 @@ FUZZ_TARGETS := \
 	stopconditions:FuzzDecode \
 	config:FuzzLoad \
 	state:FuzzLoadFile state:FuzzTimelineReader \
-	task:FuzzMilestones \
+	task:FuzzMilestones coverage:FuzzReadProfile \
 	agents:FuzzClaudeParser agents:FuzzCodexParser agents:FuzzGeminiParser \
 	agents:FuzzOpencodeParser agents:FuzzAiderParser agents:FuzzCommandParser \
 	agents:FuzzQwenParser \

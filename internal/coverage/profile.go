@@ -264,7 +264,7 @@ func parseGo(rd io.Reader, m *matcher, r *Report) error {
 			return fmt.Errorf("line %d is not a Go cover profile block", n)
 		}
 		if rel, ok := m.match(line[:colon], nil, r); ok {
-			m.mark(r, rel, start, end, count > 0)
+			m.marks(r, rel).mark(start, end, count > 0)
 		}
 	}
 	return scanErr(sc.Err(), "Go cover profile")
@@ -284,29 +284,33 @@ func blockLine(pos string) (int, error) {
 // executable lines, end_of_record ends it.
 func parseLCOV(rd io.Reader, m *matcher, r *Report) error {
 	sc := lineScanner(rd)
-	cur, ok := "", false
+	var cur *fileMarks
 	n := 0
 	for sc.Scan() {
 		n++
-		line := strings.TrimSpace(sc.Text())
+		line := bytes.TrimSpace(sc.Bytes())
 		switch {
-		case strings.HasPrefix(line, "SF:"):
-			cur, ok = m.match(strings.TrimPrefix(line, "SF:"), nil, r)
-		case strings.HasPrefix(line, "DA:"):
-			fields := strings.Split(strings.TrimPrefix(line, "DA:"), ",")
-			if len(fields) < 2 {
+		case bytes.HasPrefix(line, []byte("SF:")):
+			cur = nil
+			if rel, ok := m.match(string(line[3:]), nil, r); ok {
+				cur = m.marks(r, rel)
+			}
+		case bytes.HasPrefix(line, []byte("DA:")):
+			// Only a changed file's lines are read: the rest of a large
+			// profile costs a scan, not a parse.
+			if cur == nil {
+				continue
+			}
+			num, rest, found := bytes.Cut(line[3:], []byte(","))
+			hits, _, _ := bytes.Cut(rest, []byte(","))
+			ln, err1 := strconv.Atoi(string(num))
+			h, err2 := strconv.ParseFloat(string(hits), 64)
+			if !found || err1 != nil || err2 != nil {
 				return fmt.Errorf("line %d: DA needs a line and a count", n)
 			}
-			ln, err1 := strconv.Atoi(fields[0])
-			hits, err2 := strconv.ParseFloat(fields[1], 64)
-			if err1 != nil || err2 != nil {
-				return fmt.Errorf("line %d: DA needs a line and a count", n)
-			}
-			if ok {
-				m.mark(r, cur, ln, ln, hits > 0)
-			}
-		case line == "end_of_record":
-			cur, ok = "", false
+			cur.mark(ln, ln, h > 0)
+		case string(line) == "end_of_record":
+			cur = nil
 		}
 	}
 	return scanErr(sc.Err(), "LCOV tracefile")
@@ -319,7 +323,7 @@ func parseCobertura(rd io.Reader, m *matcher, r *Report) error {
 	var sources []string
 	inSource := false
 	var source strings.Builder
-	cur, ok := "", false
+	var cur *fileMarks
 	for {
 		tok, err := dec.Token()
 		if err == io.EOF {
@@ -335,15 +339,18 @@ func parseCobertura(rd io.Reader, m *matcher, r *Report) error {
 				inSource = true
 				source.Reset()
 			case "class":
-				cur, ok = m.match(attr(t, "filename"), sources, r)
+				cur = nil
+				if rel, ok := m.match(attr(t, "filename"), sources, r); ok {
+					cur = m.marks(r, rel)
+				}
 			case "line":
 				ln, err1 := strconv.Atoi(attr(t, "number"))
 				hits, err2 := strconv.ParseFloat(attr(t, "hits"), 64)
 				if err1 != nil || err2 != nil {
 					return errors.New("has a <line> without a number and hits")
 				}
-				if ok {
-					m.mark(r, cur, ln, ln, hits > 0)
+				if cur != nil {
+					cur.mark(ln, ln, hits > 0)
 				}
 			}
 		case xml.CharData:
@@ -358,7 +365,7 @@ func parseCobertura(rd io.Reader, m *matcher, r *Report) error {
 					sources = append(sources, s)
 				}
 			case "class":
-				cur, ok = "", false
+				cur = nil
 			}
 		}
 	}
@@ -496,23 +503,30 @@ func (m *matcher) rel(name string) (string, bool) {
 	return "", false
 }
 
-// mark records that lines from..to of file rel are executable, and run
-// when ran; only the changed lines among them are kept.
-func (m *matcher) mark(r *Report, rel string, from, to int, ran bool) {
-	lines := m.changed[rel]
-	i := sort.SearchInts(lines, from)
-	if i >= len(lines) || lines[i] > to {
-		if r.lines[rel] == nil {
-			r.lines[rel] = map[int]bool{}
-		}
-		return
-	}
+// fileMarks are a changed file's lines, in order, and what the profiles
+// said of them so far.
+type fileMarks struct {
+	lines []int
+	seen  map[int]bool
+}
+
+// marks are the marks of changed file rel, which a profile names: the file
+// counts as named from now on, even if no line of it is marked.
+func (m *matcher) marks(r *Report, rel string) *fileMarks {
 	seen := r.lines[rel]
 	if seen == nil {
 		seen = map[int]bool{}
 		r.lines[rel] = seen
 	}
-	for ; i < len(lines) && lines[i] <= to; i++ {
-		seen[lines[i]] = seen[lines[i]] || ran
+	return &fileMarks{lines: m.changed[rel], seen: seen}
+}
+
+// mark records that lines from..to are executable, and run when ran; only
+// the changed lines among them are kept.
+func (f *fileMarks) mark(from, to int, ran bool) {
+	for i := sort.SearchInts(f.lines, from); i < len(f.lines) && f.lines[i] <= to; i++ {
+		if !f.seen[f.lines[i]] {
+			f.seen[f.lines[i]] = ran
+		}
 	}
 }
