@@ -31,6 +31,10 @@ type toolchain struct {
 	newFile string
 }
 
+// Each project ignores .home/, the private HOME the end-to-end tests give
+// runr and its children inside the repository (testEnv), where the
+// toolchains keep their own files.
+
 // Debian's python3 is where python3-pytest and python3-coverage install;
 // it need not be the first python3 on PATH.
 const debianPython = "/usr/bin/python3"
@@ -43,7 +47,7 @@ var toolchains = []toolchain{
 			"go.mod":            "module example.com/calc\n\ngo 1.22\n",
 			"calc/add.go":       "package calc\n\n// Add adds.\nfunc Add(a, b int) int {\n\treturn a + b\n}\n",
 			"calc/add_test.go":  "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal(\"Add\")\n\t}\n}\n",
-			".gitignore":        "",
+			".gitignore":        ".home/\n",
 			"calc/doc/notes.md": "notes\n",
 		},
 		verify:    `go test -coverprofile="$RUNR_COVERAGE_DIR/go.out" ./...`,
@@ -64,7 +68,7 @@ var toolchains = []toolchain{
 		project: map[string]string{
 			"calc.py":      "def add(a, b):\n    return a + b\n",
 			"test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
-			".gitignore":   "__pycache__/\n",
+			".gitignore":   "__pycache__/\n.home/\n",
 		},
 		verify: `export PYTHONDONTWRITEBYTECODE=1 COVERAGE_FILE="$RUNR_COVERAGE_DIR/.coverage" && ` +
 			debianPython + ` -m coverage run --source=. -m pytest -q -p no:cacheprovider && ` +
@@ -86,7 +90,7 @@ var toolchains = []toolchain{
 		project: map[string]string{
 			"calc.js":           "function add(a, b) {\n  return a + b;\n}\n\nmodule.exports = { add };\n",
 			"test/calc.test.js": "const test = require('node:test');\nconst assert = require('node:assert');\nconst { add } = require('../calc.js');\n\ntest('add', () => {\n  assert.strictEqual(add(1, 2), 3);\n});\n",
-			".gitignore":        "",
+			".gitignore":        ".home/\n",
 		},
 		verify: `/usr/bin/node --test --experimental-test-coverage --test-reporter=lcov --test-reporter-destination="$RUNR_COVERAGE_DIR/lcov.info" ` +
 			`--test-reporter=spec --test-reporter-destination=stdout`,
@@ -281,4 +285,21 @@ func TestVerifyThatRanNoTest(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A profile the verify writes into the work tree is runr's, not the
+// agent's: after each verify it is gone, so the next call's scope guard
+// never judges it (scope.allow holds only the code) and no commit takes it.
+func TestWorkTreeProfileIsNotTheAgents(t *testing.T) {
+	t.Parallel()
+	tc := toolchains[0]
+	requireToolchain(t, tc)
+	yaml := "verify:\n  commands: [\"go test -coverprofile=cover.out ./...\"]\n  coverage:\n    profiles: [cover.out]\n    min_changed: 0.8\n" +
+		"scope:\n  allow: [\"calc/**\"]\ncheckpoint:\n  commit: true\nstop:\n  max_milestone_retries: 1\n"
+	repo := project(t, tc.project, yaml)
+	script, prompts := agentScript(t, merged(tc.added, tc.notCalled))
+	code, out, errOut := runrCmd(t, repo, "run", "--task", "TASK.md", "--", script)
+	require.Equal(t, 16, code, "stdout: %s\nstderr: %s", out, errOut)
+	checkUntested(t, repo, prompts, "coverage", tc.newFile)
+	assert.NoFileExists(t, filepath.Join(repo, "cover.out"))
 }

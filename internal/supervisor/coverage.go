@@ -52,7 +52,7 @@ func (s *Supervisor) markMilestoneStart(ctx context.Context) {
 // tested gathers what a verify whose commands all passed showed it
 // tested: the test runners' counts from each command's output, and the
 // milestone's changed lines weighed against the profiles the commands
-// wrote. The work tree's profiles are removed once read (forgetProfiles).
+// wrote.
 func (s *Supervisor) tested(ctx context.Context, checks []CheckFacts, profiles coverage.Source) (*TestedFacts, error) {
 	t := &TestedFacts{Tests: coverage.Tests{Ran: map[string]int{}}}
 	if s.cfg.Verify.RequireTests != config.RequireTestsOff {
@@ -89,15 +89,12 @@ func (s *Supervisor) tested(ctx context.Context, checks []CheckFacts, profiles c
 	if cut {
 		v.Notes = append(v.Notes, "the milestone's change is larger than runr reads; only its first part was judged")
 	}
-	if err := forgetProfiles(profiles); err != nil {
-		return nil, err
-	}
 	t.Coverage = &v
 	return t, nil
 }
 
 // forgetProfiles removes the profiles verify wrote into the work tree once
-// they are read. Profiles are runr's, not the agent's: gone from the tree,
+// it ended, whether they were read or not. Profiles are runr's, not the agent's: gone from the tree,
 // they are judged by no guard and counted in no tree hash, no-op streak or
 // checkpoint commit. Those under $RUNR_COVERAGE_DIR stay for a person to
 // read until the next verify.
