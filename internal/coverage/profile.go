@@ -110,7 +110,11 @@ func (s Source) Read(changed Changed) Report {
 	m := newMatcher(s.WorkTree, changed)
 	var list []profileFile
 	if s.Dir != "" {
-		if root, err := os.OpenRoot(s.Dir); err == nil {
+		// The directory is opened only as the directory runr made: a link
+		// put in its place would lead the reads elsewhere.
+		if fi, err := os.Lstat(s.Dir); err == nil && !fi.IsDir() {
+			r.Notes = append(r.Notes, fmt.Sprintf("the coverage directory $%s was replaced by something other than a directory; it was not read", DirVar))
+		} else if root, err := os.OpenRoot(s.Dir); err == nil {
 			defer root.Close()
 			list = append(list, dirFiles(root)...)
 		} else if !errors.Is(err, fs.ErrNotExist) {

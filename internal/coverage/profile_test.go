@@ -155,6 +155,25 @@ func TestUntrustedProfiles(t *testing.T) {
 	}
 }
 
+// A coverage directory replaced by a link to a directory elsewhere is not
+// read through.
+func TestCoverageDirReplacedByALink(t *testing.T) {
+	elsewhere := t.TempDir()
+	write(t, filepath.Join(elsewhere, "p.out"), "mode: set\ncalc.go:1.1,9.1 1 1\n")
+	s := source(t)
+	require.NoError(t, os.RemoveAll(s.Dir))
+	require.NoError(t, os.Symlink(elsewhere, s.Dir))
+	r := s.Read(Changed{"calc.go": lines(1, 9)})
+	assert.Zero(t, r.Profiles)
+	assert.Contains(t, strings.Join(r.Notes, "\n"), "was replaced by something other than a directory")
+	// Clear puts a directory of runr's back, leaving the other alone.
+	require.NoError(t, s.Clear())
+	fi, err := os.Lstat(s.Dir)
+	require.NoError(t, err)
+	assert.True(t, fi.IsDir())
+	assert.FileExists(t, filepath.Join(elsewhere, "p.out"))
+}
+
 func write(t *testing.T, p, s string) {
 	t.Helper()
 	require.NoError(t, os.WriteFile(p, []byte(s), 0o600))
