@@ -8,7 +8,10 @@
 package coverage
 
 import (
+	"errors"
+	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -47,6 +50,22 @@ func IsProfile(rel string, patterns []string) bool {
 		}
 	}
 	return false
+}
+
+// CheckPattern refuses a verify.coverage.profiles glob that could reach
+// outside the work tree or the coverage directory: absolute, or with a ".."
+// part. The error says what to write instead.
+func CheckPattern(p string) error {
+	rest, inDir := strings.CutPrefix(p, dirPrefix)
+	switch {
+	case strings.HasPrefix(p, "$") && !inDir:
+		return fmt.Errorf("only $%s/ may start a profile path; write a path relative to the work tree, or under $%s/", DirVar, DirVar)
+	case path.IsAbs(rest) || slices.Contains(strings.Split(rest, "/"), ".."):
+		return fmt.Errorf("reaches outside the work tree; write a path relative to the work tree, or under $%s/", DirVar)
+	case !doublestar.ValidatePattern(rest):
+		return errors.New("is not a valid glob (e.g. coverage/lcov.info, **/coverage.xml)")
+	}
+	return nil
 }
 
 // WorkTreeGlobs are the profile globs relative to the work tree; DirGlobs

@@ -225,3 +225,24 @@ func TestUntestedIsBounded(t *testing.T) {
 	assert.InDelta(t, 0.3333, *u.Covered, 0.0001)
 	assert.Equal(t, stopreasons.UntestedCoverage, u.Kind)
 }
+
+// A profile glob may not reach outside the work tree or the coverage
+// directory.
+func TestCheckPattern(t *testing.T) {
+	for _, ok := range []string{"cover.out", "coverage/lcov.info", "**/coverage.xml", "$RUNR_COVERAGE_DIR/go.out", "$RUNR_COVERAGE_DIR/**/*.info"} {
+		assert.NoError(t, CheckPattern(ok), ok)
+	}
+	for p, msg := range map[string]string{
+		"/etc/passwd":             "reaches outside the work tree",
+		"../other/lcov.info":      "reaches outside the work tree",
+		"a/../../x":               "reaches outside the work tree",
+		"$RUNR_COVERAGE_DIR/../x": "reaches outside the work tree",
+		"$HOME/cover.out":         "only $RUNR_COVERAGE_DIR/ may start a profile path",
+		"cover[.out":              "is not a valid glob",
+	} {
+		err := CheckPattern(p)
+		if assert.Error(t, err, p) {
+			assert.Contains(t, err.Error(), msg, p)
+		}
+	}
+}
