@@ -3,6 +3,7 @@ package coverage
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"regexp"
 	"slices"
 	"strconv"
@@ -76,10 +77,14 @@ var ranWords = map[string]bool{"passed": true, "failed": true, "error": true, "e
 
 // CountTests reads the summary lines of the test runners it knows in a
 // verify run's output.
-func CountTests(output []byte) Tests {
+func CountTests(output []byte) Tests { return CountTestsIn(bytes.NewReader(output)) }
+
+// CountTestsIn is CountTests over a stream, such as a verify's log: a line
+// longer than 1 MiB ends the reading (what was counted stays).
+func CountTestsIn(r io.Reader) Tests {
 	t := Tests{Ran: map[string]int{}}
 	add := func(runner string, n int) { t.Ran[runner] += n }
-	sc := bufio.NewScanner(bytes.NewReader(output))
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := strings.TrimSpace(ansi.ReplaceAllString(sc.Text(), ""))

@@ -46,7 +46,7 @@ func (s *Supervisor) verify(ctx context.Context) Decision {
 		}
 	}
 	if f.Err == nil && len(f.Checks) > 0 && !f.Checks[len(f.Checks)-1].Ends() {
-		f.Tested, f.Err = s.tested(ctx, f.Checks, profiles)
+		f.Tested, f.Err = s.tested(ctx, logPath, f.Checks, profiles)
 	}
 	if err := forgetProfiles(profiles); err != nil && f.Err == nil {
 		f.Err = err

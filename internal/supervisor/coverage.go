@@ -2,8 +2,11 @@ package supervisor
 
 import (
 	"context"
+	"io"
+	"os"
 	"path/filepath"
 	"regexp"
+	"syscall"
 
 	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/internal/coverage"
@@ -53,14 +56,10 @@ func (s *Supervisor) markMilestoneStart(ctx context.Context) {
 // tested: the test runners' counts from each command's output, and the
 // milestone's changed lines weighed against the profiles the commands
 // wrote.
-func (s *Supervisor) tested(ctx context.Context, checks []CheckFacts, profiles coverage.Source) (*TestedFacts, error) {
+func (s *Supervisor) tested(ctx context.Context, logPath string, checks []CheckFacts, profiles coverage.Source) (*TestedFacts, error) {
 	t := &TestedFacts{Tests: coverage.Tests{Ran: map[string]int{}}}
 	if s.cfg.Verify.RequireTests != config.RequireTestsOff {
-		for _, c := range checks {
-			for runner, n := range coverage.CountTests(c.Process.Tail).Ran {
-				t.Tests.Ran[runner] += n
-			}
-		}
+		t.Tests = countTests(logPath, checks)
 	}
 	if !s.measuresCoverage() {
 		return t, nil
@@ -101,4 +100,32 @@ func (s *Supervisor) tested(ctx context.Context, checks []CheckFacts, profiles c
 func forgetProfiles(p coverage.Source) error {
 	p.Dir = ""
 	return p.Clear()
+}
+
+// maxSummaryScan is how much of the end of a verify's log is read for the
+// test runners' summaries: far more than the tail kept in memory, so that
+// go test's lines of the packages that ran tests are not lost behind many
+// without tests.
+const maxSummaryScan = 16 << 20
+
+// countTests counts the tests the runners' summaries report in the verify
+// step's log (every command's output, read as a stream from at most its
+// last 16 MiB), or in the commands' tails when the log cannot be read.
+func countTests(logPath string, checks []CheckFacts) coverage.Tests {
+	if f, err := os.OpenFile(logPath, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0); err == nil {
+		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			if fi.Size() > maxSummaryScan {
+				_, _ = f.Seek(fi.Size()-maxSummaryScan, io.SeekStart)
+			}
+			return coverage.CountTestsIn(f)
+		}
+	}
+	t := coverage.Tests{Ran: map[string]int{}}
+	for _, c := range checks {
+		for runner, n := range coverage.CountTests(c.Process.Tail).Ran {
+			t.Ran[runner] += n
+		}
+	}
+	return t
 }
