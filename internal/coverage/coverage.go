@@ -68,26 +68,14 @@ func CheckPattern(p string) error {
 	return nil
 }
 
-// WorkTreeGlobs are the profile globs relative to the work tree; DirGlobs
-// those relative to the coverage directory (written with the
-// $RUNR_COVERAGE_DIR/ prefix, which is taken off).
+// WorkTreeGlobs are the profile globs relative to the work tree: those
+// that start with $RUNR_COVERAGE_DIR/ name files of the coverage
+// directory, which is read whole anyway.
 func WorkTreeGlobs(patterns []string) []string {
 	var out []string
 	for _, p := range patterns {
 		if !strings.HasPrefix(p, dirPrefix) {
 			out = append(out, path.Clean(p))
-		}
-	}
-	return out
-}
-
-// DirGlobs are the profile globs under the coverage directory, without
-// their $RUNR_COVERAGE_DIR/ prefix.
-func DirGlobs(patterns []string) []string {
-	var out []string
-	for _, p := range patterns {
-		if rest, ok := strings.CutPrefix(p, dirPrefix); ok {
-			out = append(out, path.Clean(rest))
 		}
 	}
 	return out
