@@ -21,7 +21,21 @@ func (s *Supervisor) measuresCoverage() bool { return s.cfg.Verify.Coverage.MinC
 // run dir, outside the work tree, so the profiles there never touch the
 // agent's tree.
 func (s *Supervisor) coverageDir() string {
-	return filepath.Join(s.store.RunDir(s.st.RunID), "coverage")
+	return coverageDirOf(s.store.RunDir(s.st.RunID))
+}
+
+// coverageDirOf is the coverage directory of the run in runDir.
+func coverageDirOf(runDir string) string { return filepath.Join(runDir, "coverage") }
+
+// CoverageEnv empties the coverage directory of the run in runDir for a
+// verify outside a tick (a parallel run's merged tree) and returns the
+// variable that names it to the verify commands.
+func CoverageEnv(runDir string) (string, error) {
+	src := coverage.Source{Dir: coverageDirOf(runDir)}
+	if err := src.Clear(); err != nil {
+		return "", err
+	}
+	return coverage.DirVar + "=" + src.Dir, nil
 }
 
 // profiles are where the verify commands write their coverage profiles.
