@@ -6,7 +6,7 @@ COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: all build test test-short agents test-agents record-agents lint docs demo bench fuzz soak release-snapshot release-check clean
+.PHONY: all build test test-short toolchains agents test-agents record-agents lint docs demo bench fuzz soak release-snapshot release-check clean
 
 all: build
 
@@ -21,6 +21,29 @@ test: lint
 	$(GO) test -count=1 ./...
 	cd tests/k8s && $(GO) test -count=1 ./...
 	$(GO) test -count=1 -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 10s ./internal/stopconditions
+
+# The test toolchains the end-to-end tests of verify.coverage run for real
+# (tests/untested_test.go): pytest and coverage.py from Debian, at the
+# versions pinned here, for Debian's /usr/bin/python3, installed with
+# apt-get where missing; and node 20.11 or later (its lcov test reporter) at
+# /usr/bin/node, which is checked, not installed (Debian's own nodejs is
+# older). .ci/run makes them a requirement: there the tests fail rather
+# than skip without them.
+PYTEST_DEB_VERSION ?= 7.2.1-2
+COVERAGE_DEB_VERSION ?= 6.5.0+dfsg1-2+b1
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+toolchains:
+	@if /usr/bin/python3 -c 'import pytest, coverage' 2>/dev/null; then \
+		echo "pytest and coverage.py are installed for /usr/bin/python3"; \
+	else \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			python3-pytest=$(PYTEST_DEB_VERSION) python3-coverage=$(COVERAGE_DEB_VERSION); \
+	fi
+	@/usr/bin/node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a==20&&b>=11)?0:1)' 2>/dev/null || \
+		{ echo "node 20.11 or later is needed at /usr/bin/node (its lcov test reporter): install it from nodejs.org or NodeSource" >&2; exit 1; }
+	@echo "node $$(/usr/bin/node --version) is at /usr/bin/node"
 
 # The real agent CLIs under runr, against scripted model APIs on
 # 127.0.0.1: installs each CLI, at the version pinned here, into
@@ -114,7 +137,7 @@ FUZZ_TARGETS := \
 	stopconditions:FuzzDecode \
 	config:FuzzLoad \
 	state:FuzzLoadFile state:FuzzTimelineReader \
-	task:FuzzMilestones \
+	task:FuzzMilestones coverage:FuzzReadProfile \
 	agents:FuzzClaudeParser agents:FuzzCodexParser agents:FuzzGeminiParser \
 	agents:FuzzOpencodeParser agents:FuzzAiderParser agents:FuzzCommandParser \
 	agents:FuzzQwenParser \

@@ -279,6 +279,13 @@ func (r planRows) checks(plan *supervisor.Plan, cfg *config.Config, flags state.
 		}
 		r.row(key, "%s (timeout %s)", termtext.VisibleLine(c), config.FormatDuration(cfg.Verify.Timeout))
 	}
+	if len(cfg.Verify.Commands) > 0 {
+		coverage := "changed lines not judged (coverage.min_changed 0)"
+		if m := cfg.Verify.Coverage.MinChanged; m > 0 {
+			coverage = fmt.Sprintf("at least %s%% of each milestone's changed executable lines must run (coverage.min_changed)", strconv.FormatFloat(m*100, 'f', -1, 64))
+		}
+		r.row("", "require_tests %s · %s", cfg.Verify.RequireTests, coverage)
+	}
 	if len(cfg.Review.Command) == 0 {
 		r.row("review", "none")
 	} else {

@@ -282,7 +282,7 @@ runr command exits with the exit code of its reason and no other code.
 	b.WriteString(`
 ## For scripts
 
-- Exit codes 2–6, 10–15, 20–21, 30–35, 40–43, 124–130 and 143 are the contract
+- Exit codes 2–6, 10–16, 20–21, 30–35, 40–43, 124–130 and 143 are the contract
   with CI scripts; 64–78 follow sysexits.h. Codes are stable: a reason is never
   renamed and an exit code never reused.
 - **Treat an unknown exit code as a failure.** A newer runr may add reasons.

@@ -96,7 +96,33 @@ type Price struct {
 type Verify struct {
 	Commands []string
 	Timeout  time.Duration
+	// RequireTests is one of RequireTestsModes: whether a passing verify
+	// whose test runners ran no test fails the attempt.
+	RequireTests string
+	Coverage     Coverage
 }
+
+// Coverage is `verify.coverage:`: the profiles verify writes and the share
+// of the milestone's changed executable lines it must run.
+type Coverage struct {
+	// Profiles are globs relative to the work tree, or under
+	// $RUNR_COVERAGE_DIR when they start with it.
+	Profiles []string
+	// MinChanged is a fraction 0..1; 0 turns the check off.
+	MinChanged float64
+}
+
+// verify.require_tests values: auto judges only where a test runner's
+// summary was recognised, on also fails a verify where none was, off
+// never looks.
+const (
+	RequireTestsAuto = "auto"
+	RequireTestsOn   = "on"
+	RequireTestsOff  = "off"
+)
+
+// RequireTestsModes are the values verify.require_tests takes.
+var RequireTestsModes = []string{RequireTestsAuto, RequireTestsOn, RequireTestsOff}
 
 // Review is the `review:` section.
 type Review struct {

@@ -204,7 +204,7 @@ func TestUnknownKeysInFile(t *testing.T) {
 		{"dotted key", "budget.time: 5m\n",
 			"runr.yaml:1: unknown key budget.time (write it nested, one level per part of budget.time)"},
 		{"section given a value", "verify: go test ./...\n",
-			"runr.yaml:1: verify must be a mapping of keys (commands, timeout)"},
+			"runr.yaml:1: verify must be a mapping of keys (commands, timeout, require_tests, coverage)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -197,6 +197,8 @@ func choices(agentKinds []string) func(*setting) (any, error) {
 			allowed = NotifyFormats
 		case kindSandboxMode:
 			allowed = SandboxModes
+		case kindRequireTests:
+			allowed = RequireTestsModes
 		case kindNotifyOn:
 			l, err := parseChoices(s.src, s.value, NotifyEvents)
 			return s.done(l, l, err)

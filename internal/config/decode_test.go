@@ -30,7 +30,7 @@ func TestEveryKeyReachesItsField(t *testing.T) {
   fallback: [{kind: gemini, model: m2, args: [--x]}, {kind: command, command: [./b.sh, "{prompt}"]}]
   result_grace: 3s
 task: TASK.md
-verify: {commands: [make test], timeout: 11m}
+verify: {commands: [make test], timeout: 11m, require_tests: "on", coverage: {profiles: [cover.out], min_changed: 0.8}}
 review: {command: [./review.sh]}
 scope: {allow: ["src/**"], deny: ["vendor/**"], protect: ["**/*_test.go"], lockfiles: [go.sum]}
 checkpoint: {commit: true}
@@ -65,7 +65,8 @@ sandbox: {mode: auto, writable: [~/.cache/go-build]}
 		ResultGrace: 3 * time.Second,
 	}, cfg.Agent)
 	assert.Equal(t, "TASK.md", cfg.Task)
-	assert.Equal(t, Verify{Commands: []string{"make test"}, Timeout: 11 * time.Minute}, cfg.Verify)
+	assert.Equal(t, Verify{Commands: []string{"make test"}, Timeout: 11 * time.Minute, RequireTests: RequireTestsOn,
+		Coverage: Coverage{Profiles: []string{"cover.out"}, MinChanged: 0.8}}, cfg.Verify)
 	assert.Equal(t, Review{Command: []string{"./review.sh"}}, cfg.Review)
 	assert.Equal(t, Scope{Allow: []string{"src/**"}, Deny: []string{"vendor/**"}, Protect: []string{"**/*_test.go"}, Lockfiles: []string{"go.sum"}}, cfg.Scope)
 	assert.Equal(t, Checkpoint{Commit: true}, cfg.Checkpoint)

@@ -32,6 +32,7 @@ const (
 	kindFallback     // a list of agents to switch to (agent.fallback)
 	kindWorkers      // a whole number, 1 or more (parallel.workers)
 	kindSize         // a size in bytes: 64MiB, 512KiB, 1GiB, or a whole number of bytes
+	kindRequireTests // auto, on or off (verify.require_tests)
 )
 
 // isList reports whether an environment variable for the kind holds a JSON array.
@@ -84,6 +85,9 @@ var keyDefs = func() []keyDef {
 		{"task", kindString, ""},
 		{"verify.commands", kindStrings, []string{}},
 		{"verify.timeout", kindDuration, "10m"},
+		{"verify.require_tests", kindRequireTests, RequireTestsAuto},
+		{"verify.coverage.profiles", kindGlobs, []string{}},
+		{"verify.coverage.min_changed", kindRate, 0.0},
 		{"review.command", kindStrings, []string{}},
 		{"scope.allow", kindGlobs, []string{}},
 		{"scope.deny", kindGlobs, []string{}},

@@ -72,6 +72,9 @@ type gitCmd struct {
 	// current (a Tracker keeps them); else they are read before a command
 	// that may run a driver.
 	drivers *[][2]string
+	// maxOut, when above 0, bounds the stdout kept; the rest is dropped
+	// and the output ends short (see cappedBuffer).
+	maxOut int
 }
 
 // safeConfig turns off, for every git runr runs, each way a repository (its
@@ -145,12 +148,16 @@ func configEnv(pairs [][2]string) []string {
 func (c gitCmd) exec(ctx context.Context, args []string) ([]byte, error) {
 	env := append(os.Environ(), safeEnv...)
 	var stdout bytes.Buffer
+	var out io.Writer = &stdout
+	if c.maxOut > 0 {
+		out = &cappedBuffer{buf: &stdout, max: c.maxOut}
+	}
 	res, err := proc.Run(ctx, proc.Spec{
 		Argv:      append([]string{"git"}, args...),
 		Dir:       c.dir,
 		Env:       slices.Concat(env, c.env, pinnedEnv(c.dir)),
 		Stdin:     c.stdin,
-		Stdout:    &stdout,
+		Stdout:    out,
 		KillGrace: gitKillGrace,
 		TailBytes: gitStderrKeep,
 	})

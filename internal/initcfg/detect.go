@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/runr-dev/runr/internal/agents"
+	"github.com/runr-dev/runr/internal/coverage"
 	"github.com/runr-dev/runr/internal/proc"
 )
 
@@ -25,6 +26,10 @@ type Project struct {
 	Verify string // the verify command; "" when the project has none to run
 	// Note says why there is no verify command, or how it was chosen.
 	Note string
+	// CoverageVerify is a verify command of the project's kind that also
+	// writes a coverage profile under $RUNR_COVERAGE_DIR, for
+	// verify.coverage.min_changed; "" for a kind runr proposes none for.
+	CoverageVerify string
 	// Protect are the globs of the project's test files, proposed for
 	// scope.protect, and ProtectFrom the files that told (go.mod, ...).
 	Protect, ProtectFrom []string
@@ -48,7 +53,20 @@ func Detect(dir string) Project {
 	}
 	p := detect(dir, has)
 	p.Protect, p.ProtectFrom = testGlobs(has)
+	p.CoverageVerify = coverageVerify[p.Kind]
 	return p
+}
+
+// coverageVerify are, per kind of project, a test command that writes a
+// coverage profile where runr reads it ($RUNR_COVERAGE_DIR): go test's
+// cover profile, coverage.py's LCOV (its data file kept out of the work
+// tree), node's own test runner with its lcov reporter.
+var coverageVerify = map[string]string{
+	"go": `go test -coverprofile="$` + coverage.DirVar + `/go.out" ./...`,
+	"python": `COVERAGE_FILE="$` + coverage.DirVar + `/.coverage" python3 -m coverage run --source=. -m pytest && ` +
+		`python3 -m coverage lcov -o "$` + coverage.DirVar + `/py.lcov"`,
+	"node": `node --test --experimental-test-coverage --test-reporter=lcov --test-reporter-destination="$` + coverage.DirVar + `/lcov.info" ` +
+		`--test-reporter=spec --test-reporter-destination=stdout`,
 }
 
 // testFiles are, per file that marks a kind of project, the globs its test

@@ -90,6 +90,22 @@ func TestInitWritesAConfigThatLoads(t *testing.T) {
 		assert.Equal(t, config.DefaultLockfiles(), cfg.Scope.Lockfiles)
 		assert.Equal(t, []string{"runr.yaml", ".github/workflows/**"}, cfg.Scope.Deny)
 		assert.False(t, cfg.Checkpoint.Commit)
+		// The coverage and require_tests keys are written, the check off,
+		// with a profile-writing verify command for Go, Python and Node.
+		assert.Equal(t, config.RequireTestsAuto, cfg.Verify.RequireTests)
+		assert.Zero(t, cfg.Verify.Coverage.MinChanged)
+		written, err := os.ReadFile(filepath.Join(dir, config.FileName))
+		require.NoError(t, err)
+		assert.Contains(t, string(written), "  require_tests: auto\n")
+		assert.Contains(t, string(written), "    min_changed: 0\n")
+		switch res.Project.Kind {
+		case "go", "python", "node":
+			require.NotEmpty(t, res.Project.CoverageVerify, "%v", files)
+			assert.Contains(t, string(written), "#   - "+quote(res.Project.CoverageVerify)+"\n")
+			assert.Contains(t, res.Project.CoverageVerify, "$RUNR_COVERAGE_DIR/")
+		default:
+			assert.Empty(t, res.Project.CoverageVerify, "%v", files)
+		}
 		if len(res.Project.Protect) > 0 {
 			assert.Equal(t, res.Project.Protect, cfg.Scope.Protect, "%v", files)
 		} else {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/coverage"
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
@@ -240,7 +241,24 @@ func Render(p Project, kind string, found bool) string {
 		w("  # %s.\n", p.Note)
 		w("  commands: []\n")
 	}
-	w("  timeout: 10m\n\n")
+	w("  timeout: 10m\n")
+	w("  # A passing verify in whose output every test runner runr recognises\n")
+	w("  # (go test, pytest, cargo test, node --test, Jest, Vitest) reports that no\n")
+	w("  # test ran is a failed attempt, and out of retries changes_not_tested\n")
+	w("  # (exit 16): auto | on (also when no runner is recognised) | off.\n")
+	w("  require_tests: auto\n")
+	w("  coverage:\n")
+	w("    # The share (0 to 1) of each milestone's changed executable lines that\n")
+	w("    # verify must run (changes_not_tested, exit 16); 0 turns it off. The\n")
+	w("    # verify commands write coverage profiles (Go, LCOV, Cobertura XML) under\n")
+	w("    # $%s, which runr empties before each verify and reads after.\n", coverage.DirVar)
+	if p.CoverageVerify != "" {
+		w("    # For this project, list this verify command instead of the one above:\n")
+		w("    #   - %s\n", quote(p.CoverageVerify))
+	}
+	w("    # profiles: more profiles, as globs relative to the work tree.\n")
+	w("    profiles: []\n")
+	w("    min_changed: 0\n\n")
 
 	w("scope:\n")
 	w("  # Globs of the files the agent may change; empty: every file not denied.\n")

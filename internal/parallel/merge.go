@@ -13,6 +13,7 @@ import (
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopconditions"
 	"github.com/runr-dev/runr/internal/stopreasons"
+	"github.com/runr-dev/runr/internal/supervisor"
 )
 
 // feedbackLines bounds the failing output handed to a requeued milestone;
@@ -172,6 +173,13 @@ func (c *coordinator) failedMerge(ctx context.Context, k, n int, j job, files []
 func (c *coordinator) verifyMerged(ctx context.Context, n int) (string, string, bool, error) {
 	logPath := filepath.Join(c.runDir, fmt.Sprintf("merge-m%d.log", n))
 	env := append(slices.Clone(c.o.Environ), "RUNR_RUN_ID="+c.st.RunID, "RUNR_RUN_DIR="+c.runDir, "RUNR_PHASE=verify", "RUNR_MILESTONE="+strconv.Itoa(n))
+	// Verify commands that write coverage profiles find their directory
+	// on the merged tree too, though the merge judges only their exits.
+	cov, err := supervisor.CoverageEnv(c.runDir)
+	if err != nil {
+		return "", "", false, err
+	}
+	env = append(env, cov)
 	for _, cmd := range c.cfg.Verify.Commands {
 		res, err := proc.Run(ctx, proc.Spec{Argv: []string{"sh", "-c", cmd}, Dir: c.integ, Env: env, LogPath: logPath,
 			LogCap: c.cfg.Agent.LogCap, Timeout: c.cfg.Verify.Timeout, KillGrace: c.cfg.Agent.KillGrace})

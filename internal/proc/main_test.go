@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 )
 
 // produceEnv makes the test binary, started again by a test, a program that
@@ -12,7 +14,15 @@ import (
 // whose own cost is a few large writes.
 const produceEnv = "RUNR_WORKER_TEST_PRODUCE"
 
+// quietEnv makes the test binary a program that prints nothing for a while
+// and then exits 0, keeping busy as the value says: "cpu:DURATION" spins,
+// "write:DURATION:FILE" appends to FILE every 20ms.
+const quietEnv = "RUNR_PROC_TEST_QUIET"
+
 func TestMain(m *testing.M) {
+	if v := os.Getenv(quietEnv); v != "" {
+		os.Exit(quiet(v))
+	}
 	if n := os.Getenv(produceEnv); n != "" {
 		size, err := strconv.ParseInt(n, 10, 64)
 		if err != nil {
@@ -39,6 +49,39 @@ func produce(size int64) error {
 		size -= int64(len(w))
 	}
 	return nil
+}
+
+func quiet(v string) int {
+	kind, rest, _ := strings.Cut(v, ":")
+	ds, file, _ := strings.Cut(rest, ":")
+	d, err := time.ParseDuration(ds)
+	if err != nil {
+		return 2
+	}
+	end := time.Now().Add(d)
+	switch kind {
+	case "cpu":
+		n := 0
+		for time.Now().Before(end) {
+			n++
+		}
+		_ = n
+	case "write":
+		f, err := os.OpenFile(file, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return 2
+		}
+		defer f.Close()
+		for time.Now().Before(end) {
+			if _, err := f.Write([]byte("x")); err != nil {
+				return 1
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	default:
+		return 2
+	}
+	return 0
 }
 
 // producer is the spec of a process printing size bytes of 80-byte lines.

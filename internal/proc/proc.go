@@ -49,7 +49,7 @@ type Spec struct {
 	Stdin       io.Reader     // nil: /dev/null
 	LogPath     string        // stdout and stderr both stream here (created/appended, 0644); "" discards
 	Timeout     time.Duration // 0: none. Past it: graceful stop, Result.TimedOut
-	IdleTimeout time.Duration // 0: none. No byte on stdout or stderr for this long: graceful stop, Result.Idle
+	IdleTimeout time.Duration // 0: none. No sign of life for this long (life.go): graceful stop, Result.Idle
 	KillGrace   time.Duration // between SIGTERM(+SIGCONT) and SIGKILL of the group; 0 means 5s
 	TailBytes   int           // bounded tail of the combined output kept in memory; 0 means 64 KiB
 	MaxLine     int           // longest stdout line handed to OnStdoutLine (longer ones truncated); 0 means 1 MiB
@@ -120,6 +120,10 @@ type Result struct {
 	Duration time.Duration
 
 	TimedOut, Idle, Canceled, Aborted, Killed bool
+	// LastSign is the last sign of life seen of a process stopped as
+	// Idle (SignOutput, SignCPU, ...), and LastSignAt when.
+	LastSign   string
+	LastSignAt time.Time
 
 	Tail  []byte // last TailBytes of combined stdout+stderr
 	Bytes int64  // total bytes of output
@@ -275,10 +279,17 @@ func supervise(ctx context.Context, spec Spec, pgid int, started time.Time, out 
 		timeoutC = t.C
 	}
 	var idleTimer *time.Timer
+	var life *lifeWatch
+	var lifeC <-chan time.Time
 	if spec.IdleTimeout > 0 {
 		idleTimer = time.NewTimer(spec.IdleTimeout)
 		defer idleTimer.Stop()
 		idleC = idleTimer.C
+		if life = newLifeWatch(pgid); life != nil {
+			t := time.NewTicker(lifeInterval(spec.IdleTimeout))
+			defer t.Stop()
+			lifeC = t.C
+		}
 	}
 	var killTimer *time.Timer
 	startKillTimer := func() {
@@ -339,9 +350,22 @@ func supervise(ctx context.Context, spec Spec, pgid int, started time.Time, out 
 		case <-timeoutC:
 			timeoutC = nil
 			stop(&res.TimedOut)
+		case <-lifeC:
+			life.look(time.Now())
 		case <-idleC:
-			if quiet := out.quietFor(); quiet >= spec.IdleTimeout {
-				idleC = nil
+			quiet, sign := out.quietFor(), SignOutput
+			if out.total() == 0 {
+				sign = SignStart
+			}
+			if life != nil {
+				life.look(time.Now())
+				if q := time.Since(life.seen); q < quiet {
+					quiet, sign = q, life.what
+				}
+			}
+			if quiet >= spec.IdleTimeout {
+				idleC, lifeC = nil, nil
+				res.LastSign, res.LastSignAt = sign, time.Now().Add(-quiet)
 				stop(&res.Idle)
 			} else {
 				idleTimer.Reset(spec.IdleTimeout - quiet)

@@ -43,3 +43,7 @@ func newNamespaces(a *syscall.SysProcAttr) error {
 }
 
 func namespaceRefused(err error) bool { return false }
+
+// sampleGroup cannot read a group's signs of life without /proc: output is
+// the only one there.
+func sampleGroup(pgid int) (groupSample, bool) { return groupSample{}, false }

@@ -15,6 +15,7 @@ type procStat struct {
 	state     byte
 	pgrp      int
 	startTime uint64
+	cpu       uint64 // utime + stime, clock ticks
 }
 
 func readProcStat(pid int) (procStat, error) {
@@ -41,7 +42,55 @@ func readProcStat(pid int) (procStat, error) {
 	if err != nil {
 		return procStat{}, fmt.Errorf("/proc/%d/stat: starttime: %w", pid, err)
 	}
-	return procStat{state: f[0][0], pgrp: pgrp, startTime: start}, nil
+	// f[11] and f[12] are fields 14 and 15 (utime, stime).
+	utime, _ := strconv.ParseUint(string(f[11]), 10, 64)
+	stime, _ := strconv.ParseUint(string(f[12]), 10, 64)
+	return procStat{state: f[0][0], pgrp: pgrp, startTime: start, cpu: utime + stime}, nil
+}
+
+// sampleGroup reads the signs of life of the live processes of group pgid
+// from /proc: their CPU time, the bytes they read and wrote
+// (/proc/PID/io's rchar and wchar, where readable) and their pids.
+func sampleGroup(pgid int) (groupSample, bool) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return groupSample{}, false
+	}
+	var s groupSample
+	var pids []byte
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := readProcStat(pid)
+		if err != nil || st.pgrp != pgid || st.state == 'Z' {
+			continue
+		}
+		s.cpu += st.cpu
+		s.io += procIO(pid)
+		pids = strconv.AppendInt(append(pids, ' '), int64(pid), 10)
+	}
+	s.pids = string(pids)
+	return s, true
+}
+
+// procIO is the bytes pid read and wrote, 0 when /proc/PID/io cannot be
+// read.
+func procIO(pid int) uint64 {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/io")
+	if err != nil {
+		return 0
+	}
+	var n uint64
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		k, v, ok := bytes.Cut(line, []byte(": "))
+		if ok && (string(k) == "rchar" || string(k) == "wchar") {
+			c, _ := strconv.ParseUint(string(bytes.TrimSpace(v)), 10, 64)
+			n += c
+		}
+	}
+	return n
 }
 
 // ProcStartTime returns when pid started: /proc/PID/stat field 22, in clock

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -60,6 +62,18 @@ func details(st *state.State, r *Report) stopreasons.Details {
 		sd = *sr.Details
 	}
 	d.Other, d.Command, d.Signature, d.LimitKind = sd.Other, sd.Command, sd.Signature, sd.LimitKind
+	if u := sd.Untested; u != nil {
+		d.UntestedKind, d.MinChanged = u.Kind, percentOf(u.MinChanged)
+		if u.Covered != nil {
+			d.Covered = percentOf(*u.Covered)
+		}
+		for _, f := range u.Uncovered {
+			d.Uncovered = append(d.Uncovered, stopreasons.ShowPaths([]string{f.File})+" lines "+f.Lines)
+		}
+		if u.UncoveredMore > 0 {
+			d.Uncovered = append(d.Uncovered, fmt.Sprintf("and %d more file(s)", u.UncoveredMore))
+		}
+	}
 	if f := st.LastFailure; f != nil {
 		if d.Command == "" {
 			d.Command = f.Command
@@ -160,4 +174,9 @@ func stashable(st *state.State, files []string) []string {
 		}
 	}
 	return out
+}
+
+// percentOf shows a fraction 0..1 as a percentage: 0.375 is "37.5%".
+func percentOf(f float64) string {
+	return strconv.FormatFloat(math.Round(f*1000)/10, 'f', -1, 64) + "%"
 }

@@ -157,6 +157,7 @@ func gatherEvidence(st *state.State, runDir string, r *Report) Evidence {
 			ev.Files = append(ev.Files, b.Files...)
 			ev.FilesOmitted = b.FilesOmitted
 			ev.ResetAt = d.ResetAt
+			ev.Untested = d.Untested
 		}
 	}
 	if f := st.LastFailure; f != nil {
@@ -164,7 +165,9 @@ func gatherEvidence(st *state.State, runDir string, r *Report) Evidence {
 			Tick: f.Tick, Phase: f.Phase, Command: f.Command, ExitCode: f.ExitCode,
 			Signature: f.Signature, Log: f.Log, Tail: f.Tail, Notes: f.Notes,
 		}
-		if f.Log != "" {
+		// An untested verify passed: its own words are the evidence, not
+		// the end of its passing output.
+		if f.Log != "" && f.Untested == nil {
 			tail, err := logTail(runDir, f.Log)
 			if err != nil {
 				r.Warnings = append(r.Warnings, err.Error())

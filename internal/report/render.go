@@ -50,6 +50,14 @@ func (r *Report) printable() *Report {
 	}
 	c.Evidence.Files = visibleLines(r.Evidence.Files)
 	c.Evidence.ResetAt = line(r.Evidence.ResetAt)
+	if u := r.Evidence.Untested; u != nil {
+		uc := *u
+		uc.Uncovered = make([]stopreasons.Uncovered, len(u.Uncovered))
+		for i, f := range u.Uncovered {
+			uc.Uncovered[i] = stopreasons.Uncovered{File: line(f.File), Lines: line(f.Lines)}
+		}
+		c.Evidence.Untested = &uc
+	}
 	c.Evidence.Timeline.LastType = line(r.Evidence.Timeline.LastType)
 	c.Evidence.Agents = make([]state.AgentRef, len(r.Evidence.Agents))
 	for i, a := range r.Evidence.Agents {

@@ -71,6 +71,9 @@ type Evidence struct {
 	// most stopreasons.MaxDetailFiles; FilesOmitted counts the others.
 	Files        []string `json:"files"`
 	FilesOmitted int      `json:"files_omitted,omitempty"`
+	// Untested is what a verify that passed did not show it tested
+	// (changes_not_tested): the figure and the files with lines not run.
+	Untested *stopreasons.Untested `json:"untested,omitempty"`
 	// ResetAt is when a provider's rate limit resets, if the agent said.
 	ResetAt       string           `json:"reset_at,omitempty"`
 	Usage         state.Usage      `json:"usage"`

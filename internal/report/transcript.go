@@ -136,6 +136,9 @@ func (t *Transcript) Event(ev state.Event) {
 		} else {
 			t.printf("  attempt %s\n", line(d.Outcome))
 		}
+	case state.UntestedEvent:
+		t.writeHeader(ev)
+		t.untested(d)
 	case state.MilestoneApprovedEvent:
 		t.writeHeader(ev)
 		t.printf("  milestone %d approved\n", d.Milestone)
@@ -361,4 +364,25 @@ func logEnd(path string, n int) (lines []string, cut bool) {
 		}
 	}
 	return lines, cut
+}
+
+// untested writes a verify that passed without testing the change: no
+// test ran, or the figure and the lines no verify command ran.
+func (t *Transcript) untested(d state.UntestedEvent) {
+	if d.Kind == stopreasons.UntestedNoTests {
+		t.printf("  verify passed but ran no test (verify.require_tests)\n")
+		return
+	}
+	covered := 0.0
+	if d.Covered != nil {
+		covered = *d.Covered
+	}
+	t.printf("  verify passed but ran %d of %d changed executable lines (%s, verify.coverage.min_changed %s)\n",
+		d.Run, d.Executable, percentOf(covered), percentOf(d.MinChanged))
+	for _, u := range d.Uncovered {
+		t.printf("  not run: %s lines %s\n", line(u.File), line(u.Lines))
+	}
+	if d.UncoveredMore > 0 {
+		t.printf("  not run: %d more file(s)\n", d.UncoveredMore)
+	}
 }

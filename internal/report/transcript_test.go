@@ -215,3 +215,30 @@ func TestLogEndRefusesAPlantedFIFO(t *testing.T) {
 		t.Fatal("reading a FIFO in the log's place blocked")
 	}
 }
+
+// A verify that passed without testing the change shows the figure and
+// the lines not run, file names made visible, or that no test ran.
+func TestTranscriptShowsUntestedVerify(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "timeline.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(`{"seq":1,"ts":"2026-11-21T23:00:18Z","type":"untested","tick":2,"phase":"verify","data":{"kind":"coverage","covered":0.375,"min_changed":0.8,"uncovered":[{"file":"calc/twice.go","lines":"8-12"},{"file":"evil\u001b[2J.go","lines":"1"}],"uncovered_more":3,"executable":8,"run":3}}
+{"seq":2,"ts":"2026-11-21T23:00:19Z","type":"untested","tick":4,"phase":"verify","data":{"kind":"no_tests"}}
+`), 0o644))
+	st := &state.State{Milestones: []state.Milestone{{Goal: "one"}}}
+	var b strings.Builder
+	tr := NewTranscript(&b, st, dir, 0)
+	require.NoError(t, state.ScanTimeline(path, func(ev state.Event) error {
+		tr.Event(ev)
+		return tr.Err()
+	}))
+	assert.Equal(t, `
+tick 2 · milestone 1/1 "one" · verify
+  verify passed but ran 3 of 8 changed executable lines (37.5%, verify.coverage.min_changed 80%)
+  not run: calc/twice.go lines 8-12
+  not run: evil\x1b[2J.go lines 1
+  not run: 3 more file(s)
+
+tick 4 · milestone 1/1 "one" · verify
+  verify passed but ran no test (verify.require_tests)
+`, b.String())
+}

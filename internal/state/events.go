@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"reflect"
 	"time"
+
+	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
 // The timeline's events (docs/state.md, "Timeline events"): each one is a
@@ -141,6 +143,17 @@ type GuardEvent struct {
 	// Rules are the rule that caught each file, with its pattern; the
 	// lockfile guard has one rule.
 	Rules []string `json:"rules,omitempty"`
+}
+
+// UntestedEvent: the verify commands passed without showing that they ran
+// the milestone's changed lines or any test (verify.coverage,
+// verify.require_tests); the attempt failed.
+type UntestedEvent struct {
+	stopreasons.Untested
+	// Executable and Run count the changed executable lines and those
+	// that ran (kind coverage).
+	Executable int `json:"executable,omitempty"`
+	Run        int `json:"run,omitempty"`
 }
 
 // CheckpointCommitEvent: an approved milestone was committed.
@@ -422,6 +435,7 @@ func (ProcessStartedEvent) EventType() string     { return "process_started" }
 func (ProcessEndedEvent) EventType() string       { return "process_ended" }
 func (AttemptEvent) EventType() string            { return "attempt" }
 func (GuardEvent) EventType() string              { return "guard" }
+func (UntestedEvent) EventType() string           { return "untested" }
 func (CheckpointCommitEvent) EventType() string   { return "checkpoint_commit" }
 func (MilestoneApprovedEvent) EventType() string  { return "milestone_approved" }
 func (MilestoneFailedEvent) EventType() string    { return "milestone_failed" }
@@ -457,6 +471,7 @@ var eventDecoders = decoders(
 	decoder[ProcessEndedEvent](),
 	decoder[AttemptEvent](),
 	decoder[GuardEvent](),
+	decoder[UntestedEvent](),
 	decoder[CheckpointCommitEvent](),
 	decoder[MilestoneApprovedEvent](),
 	decoder[MilestoneFailedEvent](),

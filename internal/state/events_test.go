@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
 // eventCase is one event as runr writes it: its typed value, the data of
@@ -21,6 +23,8 @@ type eventCase struct {
 }
 
 var agentRef = &AgentRef{Kind: "codex", Model: "gpt-5-codex"}
+
+var third = 0.3333
 
 // fullEvents hold every event type with every field set, their data the
 // JSON earlier runr versions wrote. A field missing from a type (or
@@ -50,6 +54,10 @@ var fullEvents = []eventCase{
 	{GuardEvent{Rule: "scope", Files: []string{"vendor/x.go"}, FilesOmitted: 3, Rules: []string{"scope.deny vendor/**"}},
 		`{"rule":"scope","files":["vendor/x.go"],"files_omitted":3,"rules":["scope.deny vendor/**"]}`,
 		[]string{"rule", "files"}},
+	{UntestedEvent{Untested: stopreasons.Untested{Kind: "coverage", Covered: &third, MinChanged: 0.8,
+		Uncovered: []stopreasons.Uncovered{{File: "calc.go", Lines: "8-12"}}, UncoveredMore: 2}, Executable: 9, Run: 3},
+		`{"kind":"coverage","covered":0.3333,"min_changed":0.8,"uncovered":[{"file":"calc.go","lines":"8-12"}],"uncovered_more":2,"executable":9,"run":3}`,
+		[]string{"kind"}},
 	{CheckpointCommitEvent{SHA: "0123456789abcdef", Milestone: 2},
 		`{"sha":"0123456789abcdef","milestone":2}`,
 		[]string{"sha", "milestone"}},

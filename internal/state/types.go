@@ -182,7 +182,11 @@ type Milestone struct {
 	Edges        map[string]int `json:"edges,omitempty"` // backward edges within this milestone
 	ReviewRounds int            `json:"review_rounds,omitempty"`
 	TreeHash     string         `json:"tree_hash,omitempty"` // recorded at checkpoint
-	Commit       string         `json:"commit,omitempty"`
+	// StartTree is the git tree of the work tree when the milestone's first
+	// agent call started: its changed lines are judged from it
+	// (verify.coverage.min_changed).
+	StartTree string `json:"start_tree,omitempty"`
+	Commit    string `json:"commit,omitempty"`
 }
 
 // Attempt is one implement (and its verify and review) of a milestone.
@@ -331,6 +335,9 @@ type Failure struct {
 	Signature string `json:"signature,omitempty"`
 	Log       string `json:"log,omitempty"`
 	Notes     string `json:"notes,omitempty"` // review notes
+	// Untested: the verify passed but did not show that it ran the
+	// changed lines or any test (verify.coverage, verify.require_tests).
+	Untested *stopreasons.Untested `json:"untested,omitempty"`
 }
 
 // CheckResult is one verify command's last result.

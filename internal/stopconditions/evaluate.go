@@ -161,10 +161,14 @@ func (e *evaluation) rate(name string, code stopreasons.Code, label string, part
 func allApproved(s *Snapshot) bool { return s.Finished && s.Approved >= s.TotalMilestones }
 
 // failCode is the stop of a used-up milestone: worker_failed when its last
-// failure was the agent's own, else verification_failed.
+// failure was the agent's own, changes_not_tested when it was a verify that
+// passed without testing the changes, else verification_failed.
 func failCode(s *Snapshot) stopreasons.Code {
-	if s.LastFailureAgent {
+	switch {
+	case s.LastFailureAgent:
 		return stopreasons.WorkerFailed
+	case s.LastFailureUntested:
+		return stopreasons.ChangesNotTested
 	}
 	return stopreasons.VerificationFailed
 }

@@ -61,6 +61,12 @@ func TestEvaluateBuiltinRules(t *testing.T) {
 			want: &Stop{Code: stopreasons.WorkerFailed, Condition: "max_milestone_retries", Value: 4, Threshold: 3,
 				Message: "Milestone 1: 4 failed attempts (max_milestone_retries 3)"},
 		},
+		{
+			name: "milestone retries used up on a verify that tested nothing new",
+			snap: func(s *Snapshot) { s.MilestoneFailures, s.LastFailureUntested = 4, true },
+			want: &Stop{Code: stopreasons.ChangesNotTested, Condition: "max_milestone_retries", Value: 4, Threshold: 3,
+				Message: "Milestone 1: 4 failed attempts (max_milestone_retries 3)"},
+		},
 		{name: "milestone failures equal to the retries go on", snap: func(s *Snapshot) { s.MilestoneFailures = 3 }},
 		{
 			name:  "milestone retries custom",

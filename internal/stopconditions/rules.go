@@ -111,7 +111,8 @@ type Builtin struct {
 var (
 	MaxMilestoneRetries = &Builtin{
 		Key: "max_milestone_retries", Kind: KindCount, Default: 3, Zero: "unlimited",
-		// worker_failed instead when the last failure was the agent's own.
+		// worker_failed instead when the last failure was the agent's own,
+		// changes_not_tested when it was a verify that tested nothing new.
 		Code:  stopreasons.VerificationFailed,
 		Scope: PerMilestone, ResetOnResume: true, Counter: "retries",
 		Count: func(s *Snapshot) int { return s.MilestoneFailures },
@@ -217,7 +218,7 @@ var stopOrder = []*Builtin{
 // endsMilestone are the stops of a milestone that ended without approval,
 // which skip mode passes over (DESIGN §2): its retries used up (failCode)
 // or the review's rejection.
-var endsMilestone = []stopreasons.Code{stopreasons.VerificationFailed, stopreasons.WorkerFailed, stopreasons.ReviewRejected}
+var endsMilestone = []stopreasons.Code{stopreasons.VerificationFailed, stopreasons.WorkerFailed, stopreasons.ChangesNotTested, stopreasons.ReviewRejected}
 
 // MilestoneStop reports whether a parallel run's worker stopped on its
 // milestone alone, which skip mode marks failed while the run goes on,

@@ -123,7 +123,7 @@ func TestMilestoneStopIsAParallelRunsMilestoneFailure(t *testing.T) {
 	assert.Equal(t, []string{"max_consecutive_fails", "max_retry_rate", "max_reject_rate", "min_attempts_for_rates", "circuit_breaker"}, across)
 
 	milestone := map[stopreasons.Code]bool{
-		stopreasons.VerificationFailed: true, stopreasons.WorkerFailed: true, stopreasons.ReviewRejected: true,
+		stopreasons.VerificationFailed: true, stopreasons.WorkerFailed: true, stopreasons.ChangesNotTested: true, stopreasons.ReviewRejected: true,
 		stopreasons.ReviewLoopDetected: true, stopreasons.SameErrorRepeated: true, stopreasons.NoopStreak: true,
 		stopreasons.NoProgress: true, stopreasons.PhaseLoop: true,
 	}

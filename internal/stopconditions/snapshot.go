@@ -28,7 +28,10 @@ type Snapshot struct {
 	// LastFailureAgent says the last failure was the agent's own, which makes a
 	// used-up milestone worker_failed instead of verification_failed.
 	LastFailureAgent bool
-	Milestone        int // 1-based current milestone
+	// LastFailureUntested says the last failure was a verify that passed
+	// without running the changed lines or any test: changes_not_tested.
+	LastFailureUntested bool
+	Milestone           int // 1-based current milestone
 
 	ConsecutiveFails, SameError, Noop, NoProgress int
 

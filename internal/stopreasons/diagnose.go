@@ -30,6 +30,12 @@ type Details struct {
 	Approved      int      // milestones approved
 	Total         int      // milestones in all
 	Grant         string   // a suggested amount to grant on resume (--time 30m, --max-ticks 200)
+	// Untested work (changes_not_tested): no_tests or coverage, the share
+	// of the changed executable lines verify ran and the threshold, as
+	// percentages, and each file with the lines no verify command ran.
+	UntestedKind        string
+	Covered, MinChanged string
+	Uncovered           []string
 }
 
 var funcs = template.FuncMap{
@@ -130,6 +136,7 @@ func placeholderData() map[string]any {
 		"Message": ph.Message, "Milestone": "<milestone>", "MilestoneGoal": ph.MilestoneGoal, "Command": ph.Command,
 		"Signature": ph.Signature, "Files": ph.Files, "FilesOmitted": 0, "Stash": ph.Stash, "Other": ph.Other, "ResetAt": ph.ResetAt,
 		"LimitKind": ph.LimitKind, "Tick": "<tick>", "Approved": "<approved>", "Total": "<total>", "Grant": ph.Grant,
+		"UntestedKind": ph.UntestedKind, "Covered": ph.Covered, "MinChanged": ph.MinChanged, "Uncovered": ph.Uncovered,
 	}
 }
 
@@ -216,7 +223,7 @@ func Placeholders() Details {
 		RunID: "<run-id>", Condition: "<rule>", Value: "<value>", Threshold: "<threshold>",
 		Message: "<message>", Milestone: 0, MilestoneGoal: "<milestone goal>", Command: "<command>",
 		Signature: "<signature>", Files: []string{"<file>"}, Stash: []string{"<file>"}, Other: "<other-run-id>", ResetAt: "<reset time>", LimitKind: "<limit kind>",
-		Grant: "<amount>",
+		Grant: "<amount>", UntestedKind: "<kind>", Covered: "<covered>", MinChanged: "<min_changed>", Uncovered: []string{"<file> <lines>"},
 	}
 }
 

@@ -25,7 +25,7 @@ const (
 var Families = []FamilyInfo{
 	{FamilySuccess, "0", "the run completed"},
 	{FamilyConstraint, "2-6", "a guard kept the agent inside its limits"},
-	{FamilyFailure, "10-15", "the work did not pass verification"},
+	{FamilyFailure, "10-16", "the work did not pass verification"},
 	{FamilyReview, "20-21", "the review did not approve"},
 	{FamilyWorker, "30-35", "the agent itself failed or could not run"},
 	{FamilyStuck, "40-43", "the run was going nowhere"},

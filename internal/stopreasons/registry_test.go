@@ -37,6 +37,7 @@ var contract = []struct {
 	{"retry_rate_exceeded", "failure", 13, "guardrail", false},
 	{"reject_rate_exceeded", "failure", 14, "guardrail", false},
 	{"condition_failed", "failure", 15, "guardrail", false},
+	{"changes_not_tested", "failure", 16, "guardrail", false},
 	{"review_loop_detected", "review", 20, "guardrail", false},
 	{"review_rejected", "review", 21, "guardrail", false},
 	{"worker_blocked", "worker", 30, "guardrail", false},
@@ -101,7 +102,7 @@ func TestCodesAndExitCodesAreUnique(t *testing.T) {
 
 func TestFamiliesOwnTheirRanges(t *testing.T) {
 	ranges := map[Family][2]int{
-		FamilySuccess: {0, 0}, FamilyConstraint: {2, 6}, FamilyFailure: {10, 15}, FamilyReview: {20, 21},
+		FamilySuccess: {0, 0}, FamilyConstraint: {2, 6}, FamilyFailure: {10, 16}, FamilyReview: {20, 21},
 		FamilyWorker: {30, 35}, FamilyStuck: {40, 43}, FamilyResourceLimit: {124, 129},
 	}
 	for _, r := range All() {

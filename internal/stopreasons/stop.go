@@ -57,9 +57,49 @@ type StopDetails struct {
 	ResetAt    string `json:"reset_at,omitempty"`
 	LimitKind  string `json:"limit_kind,omitempty"`
 
+	// Stalled: the last sign of life seen of the agent's call (output,
+	// CPU time, ...) and when (RFC 3339).
+	LastSign   string `json:"last_sign,omitempty"`
+	LastSignAt string `json:"last_sign_at,omitempty"`
+
 	// Unapproved counts the milestones a skip-mode run finished without
 	// approving.
 	Unapproved int `json:"unapproved,omitempty"`
+
+	// Untested is the evidence of changes_not_tested; its fields sit
+	// beside the others in JSON (kind, covered, min_changed, uncovered).
+	*Untested
+}
+
+// Untested kinds: what a verify that passed did not show.
+const (
+	UntestedCoverage = "coverage" // it ran fewer changed lines than verify.coverage.min_changed
+	UntestedNoTests  = "no_tests" // its test runners ran no test (verify.require_tests)
+)
+
+// MaxUncovered is the most files Untested lists; UncoveredMore counts the
+// rest, so a stop's details stay small whatever the change (DESIGN §5).
+const MaxUncovered = 100
+
+// Untested is what a verify that passed failed to show: that it ran the
+// milestone's changed lines, or any test at all.
+type Untested struct {
+	Kind string `json:"kind"`
+	// Covered is the fraction of the changed executable lines verify ran,
+	// MinChanged the threshold (coverage only).
+	Covered    *float64 `json:"covered,omitempty"`
+	MinChanged float64  `json:"min_changed,omitempty"`
+	// Uncovered are the files with the changed lines no verify command
+	// ran, at most MaxUncovered; UncoveredMore counts the files left out.
+	Uncovered     []Uncovered `json:"uncovered,omitempty"`
+	UncoveredMore int         `json:"uncovered_more,omitempty"`
+}
+
+// Uncovered is one file's changed lines that no verify command ran, as
+// ranges: "12-15,20".
+type Uncovered struct {
+	File  string `json:"file"`
+	Lines string `json:"lines"`
 }
 
 // MaxDetailFiles is how many files a stop's details list (DESIGN §5): an

@@ -17,6 +17,7 @@ const (
 	RetryRateExceeded   Code = "retry_rate_exceeded"
 	RejectRateExceeded  Code = "reject_rate_exceeded"
 	ConditionFailed     Code = "condition_failed"
+	ChangesNotTested    Code = "changes_not_tested"
 	ReviewLoopDetected  Code = "review_loop_detected"
 	ReviewRejected      Code = "review_rejected"
 	WorkerBlocked       Code = "worker_blocked"
@@ -166,6 +167,17 @@ var table = []Reason{
 		},
 	},
 	{
+		Code: ChangesNotTested, Title: "Verify passed without testing the changes", Family: FamilyFailure, ExitCode: 16, Category: CategoryGuardrail,
+		When: "a milestone used up its retries with verify passing without running the changed lines (verify.coverage.min_changed) or without running any test (verify.require_tests); " +
+			"details: kind (coverage or no_tests), covered (fraction), min_changed, uncovered [{file, lines: \"12-15,20\"}]",
+		Diagnosis: `Milestone {{.Milestone}} ({{.MilestoneGoal}}) used up its retries (limit {{.Threshold}}) with verify passing {{if eq .UntestedKind "no_tests"}}without running any test{{else}}without running the changed lines: {{.Covered}} of its changed executable lines ran, below verify.coverage.min_changed {{.MinChanged}}{{with .Uncovered}}; not run: {{join . "; "}}{{end}}{{end}}.`,
+		NextActions: []string{
+			"add tests that call the new code (or make the verify command run them), or clarify the milestone in the task so the agent writes them, then resume with fresh retries",
+			"runr doctor {{.RunID}}",
+			"runr resume {{.RunID}}",
+		},
+	},
+	{
 		Code: ReviewLoopDetected, Title: "Review loop", Family: FamilyReview, ExitCode: 20, Category: CategoryGuardrail,
 		When:      "the review asked for the same changes twice in a row, or max_review_rounds rounds",
 		Diagnosis: `The review of milestone {{.Milestone}} went round {{plural .Value "time"}} (limit {{.Threshold}}): {{.Message}}`,
@@ -301,10 +313,10 @@ var table = []Reason{
 	},
 	{
 		Code: Stalled, Title: "Agent stalled", Family: FamilyResourceLimit, ExitCode: 126, Category: CategoryGuardrail, AutoResumable: true,
-		When:      "no output from the agent for agent.idle_timeout",
-		Diagnosis: `The agent printed nothing for {{.Threshold}} (agent.idle_timeout) at milestone {{.Milestone}}.`,
+		When:      "no sign of life from the agent's call for agent.idle_timeout: no output, CPU time, I/O or change in its processes (output only where /proc is missing)",
+		Diagnosis: `The agent's call showed no sign of life (no output, CPU time, I/O or change in its processes) for {{.Threshold}} (agent.idle_timeout) at milestone {{.Milestone}}{{with .Message}}: {{.}}{{end}}.`,
 		NextActions: []string{
-			"resume; raise agent.idle_timeout if the agent thinks quietly for long",
+			"resume; raise agent.idle_timeout if the agent waits quietly for long (on a model, or a lock)",
 			"runr resume {{.RunID}}",
 		},
 	},

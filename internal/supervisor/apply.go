@@ -24,6 +24,8 @@ func (s *Supervisor) rules() Rules {
 		AgentTimeout:  s.cfg.Agent.Timeout,
 		IdleTimeout:   s.cfg.Agent.IdleTimeout,
 		VerifyTimeout: s.cfg.Verify.Timeout,
+		RequireTests:  s.cfg.Verify.RequireTests,
+		MinChanged:    s.cfg.Verify.Coverage.MinChanged,
 	}
 }
 

@@ -18,6 +18,13 @@ func (s *Supervisor) verify(ctx context.Context) Decision {
 	st := s.st
 	logPath := s.store.LogPath(st.RunID, st.Tick, state.PhaseVerify)
 	f := Facts{Log: s.relLog(logPath)}
+	// $RUNR_COVERAGE_DIR exists and is empty for every verify, so a command
+	// that writes a profile there works whether or not runr reads it.
+	profiles := s.profiles()
+	if err := profiles.Clear(); err != nil {
+		f.Err = err
+		return s.decide(ctx, Verify, f)
+	}
 	for _, cmd := range s.cfg.Verify.Commands {
 		appendLog(logPath, fmt.Sprintf("$ %s\n", cmd))
 		res, err := s.runProcess(ctx, state.PhaseVerify, proc.Spec{
@@ -37,6 +44,12 @@ func (s *Supervisor) verify(ctx context.Context) Decision {
 		if c.Ends() {
 			break
 		}
+	}
+	if f.Err == nil && len(f.Checks) > 0 && !f.Checks[len(f.Checks)-1].Ends() {
+		f.Tested, f.Err = s.tested(ctx, logPath, f.Checks, profiles)
+	}
+	if err := forgetProfiles(profiles); err != nil && f.Err == nil {
+		f.Err = err
 	}
 	return s.decide(ctx, Verify, f)
 }

@@ -158,8 +158,14 @@ func (d *Decision) implement(f Facts, run Run, r Rules) result {
 		return result{Event: Event{Outcome: AgentTimedOut}, stop: &stop{Stop: stopreasons.Stop{Condition: "agent.timeout", Value: stopreasons.Duration(p.Duration),
 			Threshold: stopreasons.TrimDuration(r.AgentTimeout), Message: fmt.Sprintf("the agent call ran past agent.timeout (%s)", stopreasons.TrimDuration(r.AgentTimeout))}}}
 	case p.Idle:
+		msg := fmt.Sprintf("the agent's call showed no sign of life (output, CPU time, I/O or a change in its processes) for %s", stopreasons.TrimDuration(r.IdleTimeout))
+		var details *stopreasons.StopDetails
+		if p.LastSign != "" {
+			details = &stopreasons.StopDetails{LastSign: p.LastSign, LastSignAt: p.LastSignAt.UTC().Format(time.RFC3339)}
+			msg += "; last seen: " + p.LastSign + " at " + details.LastSignAt
+		}
 		return result{Event: Event{Outcome: AgentStalled}, stop: &stop{Stop: stopreasons.Stop{Condition: "agent.idle_timeout", Threshold: stopreasons.TrimDuration(r.IdleTimeout),
-			Message: fmt.Sprintf("the agent printed nothing for %s", stopreasons.TrimDuration(r.IdleTimeout))}}}
+			Message: msg, Details: details}}}
 	}
 	if g := f.Guard; g != nil {
 		if res, stopped := d.guards(g, run, r); stopped {
@@ -392,7 +398,54 @@ func (d *Decision) verify(f Facts, run Run, r Rules) result {
 	if len(results) > 0 {
 		d.Verify = "passed"
 	}
+	if res, untested := d.untested(f, run, r); untested {
+		return res
+	}
 	return result{Event: Event{Outcome: VerifyPassed}}
+}
+
+// untested fails a verify whose commands all passed without showing that
+// they tested the work: every test runner recognised in their output ran
+// no test (verify.require_tests auto), or none was recognised (on), or
+// they ran fewer of the milestone's changed executable lines than
+// verify.coverage.min_changed. It reports false for a verify that showed
+// enough.
+func (d *Decision) untested(f Facts, run Run, r Rules) (result, bool) {
+	t := f.Tested
+	if t == nil {
+		return result{}, false
+	}
+	var u *stopreasons.Untested
+	var cond, text string
+	switch {
+	case r.RequireTests == config.RequireTestsOn && len(t.Tests.Ran) == 0:
+		cond, u = "verify.require_tests", &stopreasons.Untested{Kind: stopreasons.UntestedNoTests}
+		text = "verify passed, but its output holds no summary of a test runner runr recognises (verify.require_tests: on): " +
+			"make the verify commands run the tests with go test, pytest, cargo test, node --test, Jest or Vitest, or print a line \"N passed, N failed\"."
+	case r.RequireTests != config.RequireTestsOff && t.Tests.NoneRan():
+		cond, u = "verify.require_tests", &stopreasons.Untested{Kind: stopreasons.UntestedNoTests}
+		text = fmt.Sprintf("verify passed, but ran no test: %s reported 0 tests run. Add tests for the milestone's work, "+
+			"or make the verify commands run them (a -run or -k filter that matches nothing runs none).", strings.Join(t.Tests.Recognised(), ", "))
+	case r.MinChanged > 0 && t.Coverage != nil && t.Coverage.Executable > 0 && t.Coverage.Covered() < r.MinChanged:
+		cond, u = "verify.coverage.min_changed", t.Coverage.Untested(r.MinChanged)
+		text = t.Coverage.Feedback(r.MinChanged)
+	default:
+		return result{}, false
+	}
+	d.Verify = "passed, " + u.Kind
+	var files []string
+	for _, f := range u.Uncovered {
+		files = append(files, f.File)
+	}
+	sig := stopconditions.Signature(cond, u.Kind+" "+strings.Join(files, " "))
+	d.Failure = &state.Failure{Tick: run.Tick, Phase: state.PhaseVerify, Command: cond, Tail: text, Signature: sig, Log: f.Log, Untested: u}
+	ev := state.UntestedEvent{Untested: *u}
+	if u.Kind == stopreasons.UntestedCoverage {
+		ev.Executable, ev.Run = t.Coverage.Executable, t.Coverage.Run
+	}
+	d.Events = append(d.Events, ev)
+	return result{Event: Event{Outcome: VerifyUntested}, signature: sig, errText: firstLine(text, cond),
+		errEvent: &stopconditions.ErrorEvent{Source: stopconditions.SourceVerify, Text: text}}, true
 }
 
 // review judges the review command by its exit: 0 approves, 1 requests

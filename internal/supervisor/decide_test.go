@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/runr-dev/runr/internal/agents"
+	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/coverage"
 	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/proc"
 	"github.com/runr-dev/runr/internal/state"
@@ -117,14 +119,14 @@ type decideRow struct {
 	want  Decision
 }
 
-// TestDecide has a row for each row of DESIGN §2's outcome table (the
-// coverage and no-tests failures are not built yet) and for each counter
-// rule of §4 a step changes; each asserts the whole decision.
+// TestDecide has a row for each row of DESIGN §2's outcome table and for
+// each counter rule of §4 a step changes; each asserts the whole decision.
 func TestDecide(t *testing.T) {
 	var rows []decideRow
 	rows = append(rows, implementRows()...)
 	rows = append(rows, guardRows()...)
 	rows = append(rows, verifyRows()...)
+	rows = append(rows, untestedRows()...)
 	rows = append(rows, reviewRows()...)
 	rows = append(rows, laterRows()...)
 	for _, tt := range rows {
@@ -253,14 +255,15 @@ func implementRows() []decideRow {
 				Stop: stopAt(Implement, stopreasons.Stop{Code: stopreasons.WorkerTimeout, Condition: "agent.timeout", Value: "10m", Threshold: "10m",
 					Message: "the agent call ran past agent.timeout (10m)"}),
 				Counters: baseCounters(), Attempt: stopped("", false)}},
-		{"agent printed nothing for agent.idle_timeout: stop stalled", Implement,
+		{"no sign of life from the call for agent.idle_timeout: stop stalled, with what was last seen and when", Implement,
 			call(func(f *Facts) {
-				f.Process, f.Guard = proc.Result{Idle: true, ExitCode: -1, Duration: 3 * time.Minute}, nil
+				f.Process, f.Guard = proc.Result{Idle: true, ExitCode: -1, Duration: 3 * time.Minute, LastSign: proc.SignCPU, LastSignAt: t0.Add(-2 * time.Minute)}, nil
 			}),
 			baseRun(), verifyOnly,
 			Decision{Event: Event{Outcome: AgentStalled}, Step: Step{Attempt: state.OutcomeStopped, Stop: stopreasons.Stalled},
 				Stop: stopAt(Implement, stopreasons.Stop{Code: stopreasons.Stalled, Condition: "agent.idle_timeout", Threshold: "2m",
-					Message: "the agent printed nothing for 2m"}),
+					Message: "the agent's call showed no sign of life (output, CPU time, I/O or a change in its processes) for 2m; last seen: CPU time at 2026-11-21T22:58:00Z",
+					Details: &stopreasons.StopDetails{LastSign: proc.SignCPU, LastSignAt: "2026-11-21T22:58:00Z"}}),
 				Counters: baseCounters(), Attempt: stopped("", false)}},
 
 		// the agent hit a rate or usage limit / could not authenticate.
@@ -554,6 +557,85 @@ func verifyRows() []decideRow {
 			Decision{Event: Event{Outcome: Fault, Code: stopreasons.InternalError}, Step: Step{Stop: stopreasons.InternalError},
 				Stop:     stopAt(Verify, stopreasons.Stop{Code: stopreasons.InternalError, Message: "open logs/tick-0007-verify.log: bad file descriptor"}),
 				Counters: baseCounters(), Attempt: progressed}},
+	}
+}
+
+// untestedRows are verifies whose commands all passed, judged on what
+// they showed they tested (verify.require_tests, verify.coverage).
+func untestedRows() []decideRow {
+	strict := rulesWith(verifyOnly, func(r *Rules) { r.RequireTests, r.MinChanged = config.RequireTestsAuto, 0.8 })
+	passed := []state.CheckResult{{Command: goTest, Passed: true}}
+	tested := func(ran map[string]int, cov *coverage.Verdict) Facts {
+		f := checks(CheckFacts{Command: goTest})
+		f.Tested = &TestedFacts{Tests: coverage.Tests{Ran: ran}, Coverage: cov}
+		return f
+	}
+	low := &coverage.Verdict{Executable: 10, Run: 3, Uncovered: []stopreasons.Uncovered{{File: "calc.go", Lines: "8-12"}, {File: "more.go", Lines: "1,3-4"}}}
+	lowText := "verify passed, but ran 3 of the 10 changed executable lines (30%), below verify.coverage.min_changed 80%.\n" +
+		"Changed lines that no verify command ran:\n  calc.go: lines 8-12\n  more.go: lines 1,3-4\nAdd tests that call this code, so that the verify commands run it."
+	lowSig := stopconditions.Signature("verify.coverage.min_changed", "coverage calc.go more.go")
+	covered := 0.3
+	lowUntested := &stopreasons.Untested{Kind: stopreasons.UntestedCoverage, Covered: &covered, MinChanged: 0.8,
+		Uncovered: []stopreasons.Uncovered{{File: "calc.go", Lines: "8-12"}, {File: "more.go", Lines: "1,3-4"}}}
+	noneText := "verify passed, but ran no test: go test reported 0 tests run. Add tests for the milestone's work, " +
+		"or make the verify commands run them (a -run or -k filter that matches nothing runs none)."
+	noneSig := stopconditions.Signature("verify.require_tests", "no_tests ")
+	unknownText := "verify passed, but its output holds no summary of a test runner runr recognises (verify.require_tests: on): " +
+		"make the verify commands run the tests with go test, pytest, cargo test, node --test, Jest or Vitest, or print a line \"N passed, N failed\"."
+	failedWith := func(sig, text string) *state.Attempt {
+		return attempt(func(a *state.Attempt) {
+			a.Outcome, a.ErrorSignature, a.Error = state.OutcomeFailed, sig, firstLine(text, "")
+		})
+	}
+	// A failed attempt of a verify that passed: retried along
+	// verify->implement, no progress, but no failing test either.
+	retried := func(sig string) Counters {
+		return counters(func(c *Counters) {
+			c.Attempts, c.Retries, c.SameError, c.LastErrorSignature, c.NoProgress, c.TestFailStreak = 5, 2, 1, sig, 3, 0
+			c.Edges, c.MilestoneEdges = map[string]int{edgeVerify: 2}, map[string]int{edgeVerify: 2}
+		})
+	}
+	approvedNow := attempt(func(a *state.Attempt) { a.Outcome = state.OutcomeApproved })
+	approvedCounters := counters(func(c *Counters) {
+		c.Attempts, c.SameError, c.NoProgress, c.LastProgressTick, c.TestFailStreak = 5, 0, 0, 7, 0
+	})
+	untested := func(kind, cond, sig, text string, u *stopreasons.Untested, ev state.UntestedEvent) Decision {
+		a := failedWith(sig, text)
+		return Decision{Event: Event{Outcome: VerifyUntested}, Step: Step{Attempt: state.OutcomeFailed, Retry: true, Edge: edgeVerify, Next: Implement},
+			Counters: retried(sig), Attempt: a,
+			Failure: &state.Failure{Tick: 7, Phase: state.PhaseVerify, Command: cond, Tail: text, Signature: sig, Log: verifyLog, Untested: u},
+			Checks:  passed, SetChecks: true, Events: evs(ev, attemptEv(a)),
+			ErrEvent: &stopconditions.ErrorEvent{Source: stopconditions.SourceVerify, Text: text}, Verify: "passed, " + kind}
+	}
+	return []decideRow{
+		{"verify passed but ran fewer changed lines than min_changed: failed, retry, the files and ranges as feedback", Verify,
+			tested(map[string]int{coverage.RunnerGo: 1}, low), baseRun(), strict,
+			untested(stopreasons.UntestedCoverage, "verify.coverage.min_changed", lowSig, lowText, lowUntested,
+				state.UntestedEvent{Untested: *lowUntested, Executable: 10, Run: 3})},
+		{"verify passed and every recognised runner ran no test: failed, retry, kind no_tests", Verify,
+			tested(map[string]int{coverage.RunnerGo: 0}, &coverage.Verdict{}), baseRun(), strict,
+			untested(stopreasons.UntestedNoTests, "verify.require_tests", noneSig, noneText, &stopreasons.Untested{Kind: stopreasons.UntestedNoTests},
+				state.UntestedEvent{Untested: stopreasons.Untested{Kind: stopreasons.UntestedNoTests}})},
+		{"require_tests on and no runner recognised: failed, retry, kind no_tests", Verify,
+			tested(map[string]int{}, nil), baseRun(), rulesWith(verifyOnly, func(r *Rules) { r.RequireTests = config.RequireTestsOn }),
+			untested(stopreasons.UntestedNoTests, "verify.require_tests", noneSig, unknownText, &stopreasons.Untested{Kind: stopreasons.UntestedNoTests},
+				state.UntestedEvent{Untested: stopreasons.Untested{Kind: stopreasons.UntestedNoTests}})},
+		{"require_tests auto and no runner recognised: approved", Verify,
+			tested(map[string]int{}, nil), baseRun(), strict,
+			Decision{Event: Event{Outcome: VerifyPassed}, Step: Step{Attempt: state.OutcomeApproved, Next: Checkpoint},
+				Counters: approvedCounters, Attempt: approvedNow, Checks: passed, SetChecks: true, Events: evs(attemptEv(approvedNow)), Verify: "passed"}},
+		{"require_tests off and no test ran: approved as before", Verify,
+			tested(map[string]int{coverage.RunnerGo: 0}, nil), baseRun(), rulesWith(verifyOnly, func(r *Rules) { r.RequireTests = config.RequireTestsOff }),
+			Decision{Event: Event{Outcome: VerifyPassed}, Step: Step{Attempt: state.OutcomeApproved, Next: Checkpoint},
+				Counters: approvedCounters, Attempt: approvedNow, Checks: passed, SetChecks: true, Events: evs(attemptEv(approvedNow)), Verify: "passed"}},
+		{"verify ran enough of the changed lines: approved", Verify,
+			tested(map[string]int{coverage.RunnerGo: 2}, &coverage.Verdict{Executable: 10, Run: 8}), baseRun(), strict,
+			Decision{Event: Event{Outcome: VerifyPassed}, Step: Step{Attempt: state.OutcomeApproved, Next: Checkpoint},
+				Counters: approvedCounters, Attempt: approvedNow, Checks: passed, SetChecks: true, Events: evs(attemptEv(approvedNow)), Verify: "passed"}},
+		{"a change with no executable line: approved whatever min_changed", Verify,
+			tested(map[string]int{coverage.RunnerGo: 2}, &coverage.Verdict{}), baseRun(), strict,
+			Decision{Event: Event{Outcome: VerifyPassed}, Step: Step{Attempt: state.OutcomeApproved, Next: Checkpoint},
+				Counters: approvedCounters, Attempt: approvedNow, Checks: passed, SetChecks: true, Events: evs(attemptEv(approvedNow)), Verify: "passed"}},
 	}
 }
 

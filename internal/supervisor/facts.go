@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/runr-dev/runr/internal/agents"
+	"github.com/runr-dev/runr/internal/coverage"
 	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/proc"
 	"github.com/runr-dev/runr/internal/state"
@@ -40,6 +41,9 @@ type Facts struct {
 	// Checks are the verify commands run, in order, up to the one that
 	// ended the step (CheckFacts.Ends).
 	Checks []CheckFacts
+	// Tested is what a verify whose commands all passed showed it tested;
+	// nil when they did not all pass, or nothing was asked.
+	Tested *TestedFacts
 	// Switch is the loop's try at the switch the decision asked for; nil
 	// before it.
 	Switch *SwitchFacts
@@ -80,6 +84,14 @@ type CheckFacts struct {
 	Command string
 	Process proc.Result
 	At      Reading
+}
+
+// TestedFacts are what a passing verify showed it tested: the tests its
+// runners' summaries counted, and the share of the milestone's changed
+// lines it ran (nil when verify.coverage.min_changed is 0).
+type TestedFacts struct {
+	Tests    coverage.Tests
+	Coverage *coverage.Verdict
 }
 
 // SwitchFacts are what came of a switch to a fallback agent.
@@ -133,6 +145,10 @@ type Rules struct {
 	Fallbacks  int  // the number of fallback agents (agent.fallback)
 	// MaxWait is resume.max_wait: a limit that resets later switches agents.
 	MaxWait time.Duration
+	// RequireTests is verify.require_tests; MinChanged
+	// verify.coverage.min_changed (0: off).
+	RequireTests string
+	MinChanged   float64
 	// The timeouts, for the stops' messages.
 	AgentTimeout, IdleTimeout, VerifyTimeout time.Duration
 }

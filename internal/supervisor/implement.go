@@ -16,6 +16,7 @@ import (
 // implement runs the agent once for the current milestone, and the guards
 // on the tree after a call that ended by itself.
 func (s *Supervisor) implement(ctx context.Context) Decision {
+	s.markMilestoneStart(ctx)
 	f := s.callAgent(ctx)
 	if !f.CallDecides() {
 		gctx, cancel := s.gitContext(ctx)

@@ -225,6 +225,10 @@ func (sp *stop) withContext(st *state.State) stopreasons.Stop {
 		if d.Signature == "" {
 			d.Signature = f.Signature
 		}
+		if sp.Code == stopreasons.ChangesNotTested && d.Untested == nil && f.Untested != nil {
+			u := *f.Untested
+			d.Untested = &u
+		}
 	}
 	out.Details = &d
 	return out

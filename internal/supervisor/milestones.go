@@ -27,6 +27,9 @@ func BuildPrompt(st *state.State, promise string) string {
 	if f := st.LastFailure; f != nil && len(m.Attempts) > 0 && lastOutcomeFailed(m) {
 		c.Feedback = &task.Feedback{From: failedIn(f.Phase), Command: f.Command, ExitCode: f.ExitCode,
 			Output: f.Tail, Notes: f.Notes, Signature: f.Signature, SameError: st.Counters.SameError}
+		if f.Untested != nil {
+			c.Feedback.From = task.FromUntested
+		}
 	}
 	return task.Prompt(c)
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/runr-dev/runr/internal/agents"
+	"github.com/runr-dev/runr/internal/coverage"
 	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/proc"
 	"github.com/runr-dev/runr/internal/state"
@@ -236,6 +237,12 @@ func (s *Supervisor) findPrograms() ([]FoundProgram, *stop) {
 				Details: &stopreasons.StopDetails{Command: cmd}}}
 		}
 		found = append(found, FoundProgram{Key: key, Program: prog, Path: path})
+	}
+	for i, p := range s.cfg.Verify.Coverage.Profiles {
+		if err := coverage.CheckPattern(p); err != nil {
+			return found, &stop{Stop: stopreasons.Stop{Code: stopreasons.ConfigInvalid, Condition: "verify.coverage.profiles",
+				Message: fmt.Sprintf("verify.coverage.profiles[%d] %q: %v", i, p, err)}}
+		}
 	}
 	return found, nil
 }

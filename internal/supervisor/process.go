@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/runr-dev/runr/internal/agents"
+	"github.com/runr-dev/runr/internal/coverage"
 	"github.com/runr-dev/runr/internal/proc"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
@@ -31,6 +32,9 @@ func (s *Supervisor) childEnv(phase string) []string {
 	if one := s.o.Single; one != nil && one.RunID != "" {
 		set["RUNR_RUN_ID"], set["RUNR_RUN_DIR"] = one.RunID, one.RunDir
 		set["RUNR_WORKER"] = strconv.Itoa(one.Worker)
+	}
+	if phase == state.PhaseVerify {
+		set[coverage.DirVar] = s.coverageDir()
 	}
 	if st.MilestoneIndex < len(st.Milestones) {
 		set["RUNR_MILESTONE"] = strconv.Itoa(st.MilestoneIndex + 1)

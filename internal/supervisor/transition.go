@@ -38,9 +38,13 @@ const (
 	VerifyPassed     // every verify command passed
 	VerifyFailed     // a verify command failed
 	VerifyTimedOut   // a verify command ran past verify.timeout
-	ReviewApproved   // the review exited 0
-	ReviewChanges    // the review exited 1: it requests changes
-	ReviewRejected   // the review exited 2
+	// VerifyUntested: every verify command passed, but they ran fewer of
+	// the milestone's changed lines than verify.coverage.min_changed, or
+	// (verify.require_tests) no test at all.
+	VerifyUntested
+	ReviewApproved // the review exited 0
+	ReviewChanges  // the review exited 1: it requests changes
+	ReviewRejected // the review exited 2
 	// ReviewFailed: the review could not run, crashed or ran past
 	// verify.timeout; that is not a request for changes.
 	ReviewFailed
@@ -63,7 +67,7 @@ var outcomeNames = map[Outcome]string{
 	AgentTimedOut: "agent timed out", AgentStalled: "agent stalled", AgentRateLimited: "agent rate limited",
 	AgentAuthFailed: "agent auth failed", AgentCostCap: "agent cost cap", ScopeViolated: "scope violated",
 	LockfileChanged: "lockfile changed", VerifyPassed: "verify passed", VerifyFailed: "verify failed",
-	VerifyTimedOut: "verify timed out", ReviewApproved: "review approved", ReviewChanges: "review requested changes",
+	VerifyTimedOut: "verify timed out", VerifyUntested: "verify untested", ReviewApproved: "review approved", ReviewChanges: "review requested changes",
 	ReviewRejected: "review rejected", ReviewFailed: "review failed", Checkpointed: "checkpointed", Finalized: "finalized",
 	Interrupted: "interrupted", Fault: "fault", AgentSwitched: "agent switched",
 }
@@ -136,7 +140,7 @@ func Transition(phase Phase, ev Event, c Counters, r Rules) Step {
 		return failed(c, r, "")
 	case VerifyPassed:
 		return passed(r)
-	case VerifyFailed:
+	case VerifyFailed, VerifyUntested:
 		return failed(c, r, edgeVerify)
 	case ReviewApproved:
 		return Step{Attempt: state.OutcomeApproved, Next: Checkpoint}

@@ -62,6 +62,10 @@ func TestTransitionOutcomeTable(t *testing.T) {
 		// a verify command failed: failed, retry.
 		{"verify failed: retry", Verify, Event{Outcome: VerifyFailed}, Counters{Retries: 1}, verify,
 			Step{Attempt: state.OutcomeFailed, Retry: true, Edge: edgeVerify, Next: Implement}},
+		// verify passed without running the changed lines or any test:
+		// failed, retry.
+		{"verify untested: retry", Verify, Event{Outcome: VerifyUntested}, Counters{Retries: 1}, verify,
+			Step{Attempt: state.OutcomeFailed, Retry: true, Edge: edgeVerify, Next: Implement}},
 		// the agent failed: failed, retry.
 		{"agent failed: retry", Implement, Event{Outcome: AgentFailed}, Counters{}, verify,
 			Step{Attempt: state.OutcomeFailed, Retry: true, Next: Implement}},

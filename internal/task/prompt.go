@@ -46,6 +46,9 @@ const (
 	FromCheck  Source = iota // a verify command
 	FromAgent                // the agent call itself
 	FromReview               // the review, which did not approve
+	// FromUntested: the verify commands passed without showing that they
+	// ran the changed lines or any test.
+	FromUntested
 )
 
 // Prompt is the prompt of one implement: the task, the current
@@ -70,6 +73,8 @@ func Prompt(c Call) string {
 		switch f.From {
 		case FromReview:
 			fmt.Fprintf(&b, "The review (`%s`) did not approve the work. Its notes:\n\n```\n%s\n```\n\n", f.Command, strings.TrimSpace(f.Notes))
+		case FromUntested:
+			fmt.Fprintf(&b, "The verify commands passed, but did not show that the work is tested (%s):\n\n```\n%s\n```\n\n", f.Command, strings.TrimSpace(f.Output))
 		case FromAgent:
 			fmt.Fprintf(&b, "The last agent call failed (exit %d). Its error output:\n\n```\n%s\n```\n\n", f.ExitCode, strings.TrimSpace(f.Output))
 		default:

@@ -73,6 +73,7 @@ func TestBench(t *testing.T) {
 	t.Run("bigtask", b.bigTask)
 	t.Run("reasons", b.reasons)
 	t.Run("parallel", b.parallel)
+	t.Run("profiles", b.profiles)
 
 	missed := 0
 	var out strings.Builder

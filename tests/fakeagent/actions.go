@@ -57,6 +57,26 @@ func (r *runner) do(a action) error {
 		for {
 			time.Sleep(time.Hour)
 		}
+	case "spin":
+		// Busy on a CPU and silent, as a long build is.
+		d, _ := time.ParseDuration(a.args[0])
+		for end := time.Now().Add(d); time.Now().Before(end); {
+		}
+		return nil
+	case "trickle":
+		// Silent, but writing a file steadily.
+		d, _ := time.ParseDuration(a.args[1])
+		f, err := os.OpenFile(a.args[0], os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			if _, err := f.Write([]byte("x")); err != nil {
+				return err
+			}
+		}
+		return nil
 	case "ignore-term":
 		ignoreTerm()
 		r.ignoresTerm = true

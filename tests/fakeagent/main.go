@@ -35,6 +35,8 @@
 //	exit N               exit with code N at once
 //	sleep DURATION       sleep (Go duration: 500ms, 30s); SIGTERM ends it
 //	hang                 sleep forever, printing nothing
+//	spin DURATION        keep a CPU busy for DURATION, printing nothing
+//	trickle PATH DURATION  append a byte to PATH every 20ms for DURATION, printing nothing
 //	ignore-term          ignore SIGTERM from now on, appending "FAKEAGENT TERM
 //	                     IGNORED pid=PID" to FAKEAGENT_READY_FILE for each one
 //	grandchild [DUR]     start a child in the same process group that keeps
@@ -305,7 +307,7 @@ A step per line: [SELECTORS:] ACTION [; ACTION]...
 Selectors: @N @N-M @N+ (RUNR_ITERATION), mN (RUNR_MILESTONE), #N (call count)
 Actions: write PATH TEXT, append PATH TEXT, delete PATH, rename A B,
   print TEXT, eprint TEXT, status done|failed|blocked WHY, promise, exit N,
-  sleep DURATION, hang, ignore-term, grandchild [DUR], background [DUR],
+  sleep DURATION, hang, spin DURATION, trickle PATH DURATION, ignore-term, grandchild [DUR], background [DUR],
   flood SIZE, flood-lines N, ready, wait-for PATH, echo-prompt, env,
   fix-test [M], touch-count PATH, json FILE, usage IN OUT [COST [MODEL]]
 Environment: FAKEAGENT_SCRIPT, FAKEAGENT_STATE, FAKEAGENT_READY_FILE,

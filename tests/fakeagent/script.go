@@ -103,6 +103,8 @@ var actionSpecs = map[string]actionSpec{
 	"exit":        {min: 1, max: 1, check: checkExit},
 	"sleep":       {min: 1, max: 1, check: checkDuration},
 	"hang":        {},
+	"spin":        {min: 1, max: 1, check: checkDuration},
+	"trickle":     {min: 2, max: 2, check: func(a []string) error { return checkDuration(a[1:]) }},
 	"ignore-term": {},
 	"grandchild":  {min: 0, max: 1, check: checkDuration},
 	"background":  {min: 0, max: 1, check: checkDuration},
