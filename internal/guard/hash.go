@@ -58,7 +58,9 @@ func (c *hashCache) state(top, p string) (FileState, error) {
 		return FileState{}, fmt.Errorf("inspect %s: %w", full, err)
 	}
 	fst := statState(&st)
-	if was, ok := c.files[p]; ok && sameStat(was.state, fst) {
+	// A directory's marker names its HEAD, which its stat data does not
+	// follow: it is read every time.
+	if was, ok := c.files[p]; ok && sameStat(was.state, fst) && st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		limit := was.hashedAt - racyWindow.Nanoseconds()
 		if fst.Mtime < limit && fst.Ctime < limit {
 			return was.state, nil
@@ -79,6 +81,23 @@ func statState(st *unix.Stat_t) FileState {
 	return FileState{Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(), Ino: st.Ino, Mode: uint32(st.Mode)}
 }
 
+// content is what the guard compares of a file: its hash, and for a
+// regular file whether it is executable (the mode git records).
+func (f FileState) content() string {
+	if f.Mode&unix.S_IFMT == unix.S_IFREG && f.Mode&0o100 != 0 && !isDirMarker(f.Hash) && f.Hash != DeletedHash {
+		return f.Hash + executableMark
+	}
+	return f.Hash
+}
+
+// executableMark follows the hash of an executable file in content.
+const executableMark = "+x"
+
+// sameStatT is sameStat for the stat data of a file now.
+func sameStatT(f FileState, st *unix.Stat_t) bool {
+	return sameStat(f, statState(st))
+}
+
 func sameStat(a, b FileState) bool {
 	return a.Size == b.Size && a.Mtime == b.Mtime && a.Ctime == b.Ctime && a.Ino == b.Ino && a.Mode == b.Mode
 }
@@ -94,7 +113,7 @@ func (c *hashCache) hashFile(full string, st *unix.Stat_t) (string, error) {
 		}
 		return "symlink:" + target, nil
 	case unix.S_IFDIR:
-		return "directory", nil
+		return dirMarker(full), nil
 	case unix.S_IFREG:
 	default:
 		info, err := os.Lstat(full)

@@ -93,6 +93,14 @@ func Decide(phase Phase, f Facts, run Run, r Rules) Decision {
 		res = d.review(f, run, r)
 	case Checkpoint:
 		res = result{Event: Event{Outcome: Checkpointed}}
+		if g := f.Guard; g != nil {
+			// What verify and review left in the tree, judged before
+			// the commit.
+			if gres, stopped := d.guards(g, run, r); stopped {
+				res = gres
+				break
+			}
+		}
 		if f.Err != nil {
 			res = gitFault(f.Err, f.At, run.Budget)
 		}
@@ -228,7 +236,7 @@ func (d *Decision) guards(g *GuardFacts, run Run, r Rules) (result, bool) {
 		if out := named(violations, "scope"); len(out) > 0 {
 			msg := fmt.Sprintf("%d changed file(s) outside the scope: %s", len(out), strings.Join(out, ", "))
 			if len(g.Meta) > 0 {
-				msg += " (" + guard.RuleGitMetadata + ": git's own config, info and hooks files, which can make git run programs or hide changes, are outside every scope)"
+				msg += " (" + guard.RuleGitMetadata + ": git's own config, info and hooks files, replace refs and the shallow file, which can make git run programs or hide changes, are outside every scope)"
 			}
 			msgs = append(msgs, msg)
 		}
