@@ -157,3 +157,55 @@ func sigOf(t *testing.T, repo string) string {
 	}
 	return ""
 }
+
+// A checkpoint commits exactly the tree the guard judged: a file written
+// after the look (by a process still running) makes no commit and leaves
+// HEAD and the index as they were; the judged tree is committed as its
+// bytes are, whatever the repository's attributes ask git to convert, with
+// the executable bit the guard saw.
+func TestCommitJudged(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	commitFiles(t, repo, map[string]string{"a.txt": "a\n", "tool.sh": "echo\n"})
+	snap, err := TakeSnapshot(ctx, repo)
+	require.NoError(t, err)
+	tr, err := snap.NewTracker(t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { tr.Close() })
+	head := gitT(t, repo, "rev-parse", "HEAD")
+
+	writeFile(t, repo, ".gitattributes", "*.txt text eol=crlf\n")
+	writeFile(t, repo, "a.txt", "judged\r\n")
+	require.NoError(t, os.Chmod(filepath.Join(repo, "tool.sh"), 0o755))
+	look, err := tr.Look(ctx, head, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{".gitattributes", "a.txt", "tool.sh"}, look.Changed)
+	judged := tr.Judged(nil)
+
+	indexBefore, err := os.ReadFile(filepath.Join(repo, ".git", "index"))
+	require.NoError(t, err)
+	writeFile(t, repo, "late.txt", "written after the look\n")
+	_, err = CommitJudged(ctx, repo, "checkpoint", nil, judged)
+	require.ErrorIs(t, err, ErrChangedAfterLook)
+	assert.Contains(t, err.Error(), "late.txt")
+	assert.Equal(t, head, gitT(t, repo, "rev-parse", "HEAD"), "no commit")
+	indexAfter, err := os.ReadFile(filepath.Join(repo, ".git", "index"))
+	require.NoError(t, err)
+	assert.Equal(t, indexBefore, indexAfter, "the index as it was")
+
+	require.NoError(t, os.Remove(filepath.Join(repo, "late.txt")))
+	writeFile(t, repo, "a.txt", "changed again\r\n")
+	_, err = CommitJudged(ctx, repo, "checkpoint", nil, judged)
+	require.ErrorIs(t, err, ErrChangedAfterLook, "a changed content")
+	writeFile(t, repo, "a.txt", "judged\r\n")
+
+	sha, err := CommitJudged(ctx, repo, "checkpoint", nil, judged)
+	require.NoError(t, err)
+	assert.Equal(t, sha, gitT(t, repo, "rev-parse", "HEAD"))
+	assert.Equal(t, head, gitT(t, repo, "rev-parse", "HEAD~1"))
+	assert.Equal(t, gitT(t, repo, "hash-object", "--no-filters", "a.txt"), gitT(t, repo, "rev-parse", "HEAD:a.txt"),
+		"the bytes as judged, not converted")
+	assert.Contains(t, gitT(t, repo, "ls-tree", "HEAD", "tool.sh"), "100755")
+	assert.Empty(t, gitT(t, repo, "diff", "--cached", "--name-only"), "the index holds the commit")
+}
