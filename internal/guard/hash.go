@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"context"
 	"crypto/sha1" //nolint:gosec // git's object ids, not a security measure
 	"crypto/sha256"
 	"encoding/hex"
@@ -46,7 +47,7 @@ func newHashCache(format string) *hashCache {
 
 // state returns the FileState of path p (relative to top): DeletedHash for
 // a path with no file.
-func (c *hashCache) state(top, p string) (FileState, error) {
+func (c *hashCache) state(ctx context.Context, top, p string) (FileState, error) {
 	full := filepath.Join(top, filepath.FromSlash(p))
 	var st unix.Stat_t
 	err := unix.Lstat(full, &st)
@@ -67,13 +68,28 @@ func (c *hashCache) state(top, p string) (FileState, error) {
 		}
 	}
 	now := time.Now().UnixNano()
-	h, err := c.hashFile(full, &st)
+	h, err := c.hashFile(ctx, full, &st)
 	if err != nil {
 		return FileState{}, err
 	}
 	fst.Hash = h
 	c.files[p] = cachedHash{state: fst, hashedAt: now}
 	return fst, nil
+}
+
+// ctxReader reads r until ctx ends: a file of terabytes (a sparse one
+// reads as zeros as fast as the disk allows, for hours) is given up on at
+// the run's deadline or a signal, not read to its end.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // statState is the stat part of a FileState.
@@ -104,7 +120,7 @@ func sameStat(a, b FileState) bool {
 
 // hashFile identifies the file at full, whose lstat is st, as hashPaths
 // does.
-func (c *hashCache) hashFile(full string, st *unix.Stat_t) (string, error) {
+func (c *hashCache) hashFile(ctx context.Context, full string, st *unix.Stat_t) (string, error) {
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFLNK:
 		target, err := os.Readlink(full)
@@ -136,7 +152,7 @@ func (c *hashCache) hashFile(full string, st *unix.Stat_t) (string, error) {
 		h = sha1.New() //nolint:gosec // git's object ids
 	}
 	h.Write([]byte("blob " + strconv.FormatInt(st.Size, 10) + "\x00"))
-	n, err := io.Copy(h, f)
+	n, err := io.Copy(h, ctxReader{ctx, f})
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", full, err)
 	}

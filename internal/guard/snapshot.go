@@ -394,7 +394,7 @@ func stateOf(ctx context.Context, top string, paths []string, prev *Snapshot, ha
 		if i%256 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		fst, err := prev.stateOf(top, p, hashes)
+		fst, err := prev.stateOf(ctx, top, p, hashes)
 		if err != nil {
 			return nil, err
 		}
@@ -405,7 +405,7 @@ func stateOf(ctx context.Context, top string, paths []string, prev *Snapshot, ha
 
 // stateOf is the state of one path, as the function of that name
 // computes it; s may be nil.
-func (s *Snapshot) stateOf(top, p string, hashes *hashCache) (FileState, error) {
+func (s *Snapshot) stateOf(ctx context.Context, top, p string, hashes *hashCache) (FileState, error) {
 	if s != nil {
 		if was, ok := s.Files[p]; ok && was.Hash != DeletedHash && !isDirMarker(was.Hash) {
 			var st unix.Stat_t
@@ -418,7 +418,7 @@ func (s *Snapshot) stateOf(top, p string, hashes *hashCache) (FileState, error) 
 			}
 		}
 	}
-	return hashes.state(top, p)
+	return hashes.state(ctx, top, p)
 }
 
 // repoPaths are where a working tree's git files are.

@@ -267,7 +267,7 @@ func (t *Tracker) look(ctx context.Context, since *string, base Baseline) (Look,
 	var changed []string
 	rulesChanged := t.excludeChanged()
 	for _, p := range listed {
-		h, diff, err := t.compare(p, base)
+		h, diff, err := t.compare(ctx, p, base)
 		if err != nil {
 			return Look{}, err
 		}
@@ -280,7 +280,7 @@ func (t *Tracker) look(ctx context.Context, since *string, base Baseline) (Look,
 	for _, p := range ignored {
 		// A .gitignore that ignores itself shows only here.
 		if path.Base(p) == ".gitignore" {
-			if _, diff, err := t.compare(p, base); err != nil {
+			if _, diff, err := t.compare(ctx, p, base); err != nil {
 				return Look{}, err
 			} else if diff {
 				rulesChanged = true
@@ -296,7 +296,7 @@ func (t *Tracker) look(ctx context.Context, since *string, base Baseline) (Look,
 		}
 		for _, p := range hidden {
 			if _, ok := now[p]; !ok {
-				h, _, err := t.compare(p, base)
+				h, _, err := t.compare(ctx, p, base)
 				if err != nil {
 					return Look{}, err
 				}
@@ -381,8 +381,8 @@ func (t *Tracker) startHash(p string, base Baseline) string {
 
 // compare returns the content hash of p now, and whether it differs from
 // p's at the start: the snapshot's, else the baseline's, else no file.
-func (t *Tracker) compare(p string, base Baseline) (string, bool, error) {
-	fst, err := t.snap.stateOf(t.top, p, t.hashes)
+func (t *Tracker) compare(ctx context.Context, p string, base Baseline) (string, bool, error) {
+	fst, err := t.snap.stateOf(ctx, t.top, p, t.hashes)
 	if err != nil {
 		return "", false, err
 	}
