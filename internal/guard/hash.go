@@ -89,7 +89,20 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	if err := c.ctx.Err(); err != nil {
 		return 0, err
 	}
+	if stop, ok := c.ctx.Value(readStopKey{}).(context.Context); ok && stop.Err() != nil {
+		return 0, stop.Err()
+	}
 	return c.r.Read(p)
+}
+
+type readStopKey struct{}
+
+// WithReadStop returns ctx, under which the guard's reads of files'
+// content also end when stop ends. The git commands of a look outlive a
+// first signal (their results keep the run's records whole), but reading
+// a file of the agent's, which may be of any size, does not.
+func WithReadStop(ctx, stop context.Context) context.Context {
+	return context.WithValue(ctx, readStopKey{}, stop)
 }
 
 // statState is the stat part of a FileState.

@@ -171,3 +171,27 @@ var hidingCases = []struct {
 		require.NoError(t, os.Chtimes(p, info.ModTime(), info.ModTime()))
 	}, []string{"src/a.go"}},
 }
+
+// A file of terabytes (sparse: zeros, read as fast as the disk goes, for
+// hours) does not hold a look past the stop WithReadStop names (a
+// signal), though the look's git commands go on.
+func TestLookGivesUpOnAHugeFile(t *testing.T) {
+	t.Parallel()
+	repo := newRepo(t, true)
+	commitFiles(t, repo, map[string]string{"a.txt": "a\n"})
+	snap, err := TakeSnapshot(context.Background(), repo)
+	require.NoError(t, err)
+	tr, err := snap.NewTracker(t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { tr.Close() })
+	f, err := os.Create(filepath.Join(repo, "big.bin"))
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(4<<40))
+	require.NoError(t, f.Close())
+
+	stop, stopNow := context.WithCancel(context.Background())
+	stopNow()
+	_, err = tr.Look(WithReadStop(context.Background(), stop), "", nil)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, err.Error(), "big.bin")
+}

@@ -471,7 +471,8 @@ func (at Reading) cuts(p proc.Result) bool {
 // checkpoint: the time budget's stop when its deadline ended the call (or
 // the signal's, read at the same moment), else a fault.
 func gitFault(err error, at Reading, budget state.Budget) result {
-	if errors.Is(err, context.DeadlineExceeded) {
+	// Canceled: a signal ended a read of the guard's (WithReadStop).
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		if res, cut := interruption(proc.Result{Canceled: true}, at, budget); cut {
 			return res
 		}
