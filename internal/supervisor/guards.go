@@ -70,7 +70,12 @@ func (s *Supervisor) protectedChanges(changed []string, violations []guard.Viola
 	changed = slices.DeleteFunc(slices.Clone(changed), func(p string) bool {
 		return slices.ContainsFunc(violations, func(v guard.Violation) bool { return v.Path == p })
 	})
-	return snap.CheckProtect(changed, s.cfg.Scope.Protect)
+	out, err := snap.CheckProtect(changed, s.cfg.Scope.Protect)
+	if err != nil {
+		return nil, err
+	}
+	runners, err := snap.CheckRunners(changed, s.cfg.Scope.Protect)
+	return append(out, runners...), err
 }
 
 // agentChanges returns the tree's fingerprint and, sorted, every path the
