@@ -276,17 +276,28 @@ func blobID(format string, data []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// copyInto copies src over dst; a missing src (no index yet) removes dst,
-// so that git starts from no index.
+// copyInto copies the index src over dst, with src's modification time:
+// git trusts an entry's stat data only when the index file is newer than
+// the entry, and a copy made now would make a file rewritten in the same
+// second as its entry (same size, same mtime to the second) look
+// unchanged. A missing src (no index yet) removes dst, so that git starts
+// from no index.
 func copyInto(src, dst string) error {
-	data, err := os.ReadFile(src)
+	info, err := os.Stat(src)
 	if errors.Is(err, fs.ErrNotExist) {
 		return os.Remove(dst)
 	}
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(dst, data, 0o644)
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(dst, data, 0o644); err != nil {
+		return err
+	}
+	return os.Chtimes(dst, info.ModTime(), info.ModTime())
 }
 
 // identityArgs returns -c options that supply runr's identity for whatever
