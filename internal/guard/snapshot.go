@@ -114,6 +114,11 @@ func TakeSnapshot(ctx context.Context, dir string) (*Snapshot, error) {
 		return nil, fmt.Errorf("take the snapshot of %s: %w", top, err)
 	}
 	maps.Copy(snap.Files, inside)
+	embedded, err := embeddedMeta(top, submoduleDirs(snap.Files))
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(snap.Meta, embedded)
 	return snap, nil
 }
 
@@ -302,6 +307,13 @@ func (s *Snapshot) ChangedMeta(ctx context.Context, dir string) ([]string, error
 	if err != nil {
 		return nil, err
 	}
+	if s.Top != "" {
+		embedded, err := embeddedMeta(s.Top, submoduleDirs(s.Files))
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(now, embedded)
+	}
 	var changed []string
 	for name, h := range now {
 		if s.Meta[name] != h {
@@ -467,6 +479,10 @@ func metaFiles(common, own string) (map[string]string, error) {
 	if own != common {
 		roots = append(roots, filepath.Join(own, "config.worktree"), filepath.Join(own, "info"), filepath.Join(own, "commondir"))
 	}
+	// Submodules' git dirs, absorbed under modules/: their config, hooks
+	// and info, which the user's own git (a recursive status, a
+	// submodule update) reads and runs.
+	roots = append(roots, submoduleGitFiles(filepath.Join(common, "modules"))...)
 	if h := packedReplaceRefs(common); h != "" {
 		files[name(filepath.Join(common, "packed-refs"))+":refs/replace/"] = h
 	}

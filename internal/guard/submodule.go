@@ -3,6 +3,7 @@ package guard
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
@@ -211,4 +212,93 @@ func underAny(p string, dirs []string) bool {
 		}
 	}
 	return false
+}
+
+// submoduleGitFiles lists, under a git dir's modules directory, the files
+// and directories of each submodule's git dir that can make git run
+// programs: config, config.worktree, hooks and info (submodules nest, so
+// at any depth).
+func submoduleGitFiles(modules string) []string {
+	var out []string
+	_ = filepath.WalkDir(modules, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		switch e.Name() {
+		case "objects", "refs", "logs":
+			if e.IsDir() {
+				return fs.SkipDir
+			}
+		case "config", "config.worktree":
+			if !e.IsDir() {
+				out = append(out, p)
+			}
+		case "hooks", "info":
+			if e.IsDir() {
+				out = append(out, p)
+				return fs.SkipDir
+			}
+		}
+		return nil
+	})
+	return out
+}
+
+// embeddedMeta hashes, for each submodule checked out at dirs (relative to
+// top), its .git entry (a file naming its git dir, or the git dir itself)
+// and, for a git dir embedded in the work tree, the files of it that can
+// make git run programs, by their path in the work tree
+// ("deps/lib/.git/config"). The agent writes the work tree, so these are
+// its to change without touching the repository's own git dir.
+func embeddedMeta(top string, dirs []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, d := range dirs {
+		dotgit := filepath.Join(top, filepath.FromSlash(d), ".git")
+		info, err := os.Lstat(dotgit)
+		if err != nil {
+			out[d+"/.git"] = DeletedHash
+			continue
+		}
+		if !info.IsDir() {
+			h, err := metaHash(dotgit, info)
+			if err != nil {
+				return nil, err
+			}
+			out[d+"/.git"] = h
+			continue
+		}
+		roots := append([]string{filepath.Join(dotgit, "config"), filepath.Join(dotgit, "config.worktree"),
+			filepath.Join(dotgit, "hooks"), filepath.Join(dotgit, "info")}, submoduleGitFiles(filepath.Join(dotgit, "modules"))...)
+		for _, root := range roots {
+			err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+				if err != nil {
+					if errors.Is(err, fs.ErrNotExist) {
+						return nil
+					}
+					return err
+				}
+				if e.IsDir() {
+					return nil
+				}
+				info, err := e.Info()
+				if err != nil {
+					return err
+				}
+				h, err := metaHash(p, info)
+				if err != nil {
+					return err
+				}
+				rel, err := filepath.Rel(top, p)
+				if err != nil {
+					return err
+				}
+				out[filepath.ToSlash(rel)] = h
+				return nil
+			})
+			if err != nil {
+				return nil, fmt.Errorf("read the git files of the submodule %s: %w", d, err)
+			}
+		}
+	}
+	return out, nil
 }
