@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -117,6 +118,13 @@ func (f FileState) content() string {
 		return f.Hash + executableMark
 	}
 	return f.Hash
+}
+
+// unchangedSince reports whether a path whose content was was at the start
+// has content now: the same, or a repository directory that a snapshot of
+// an older runr, which did not read submodules, marked as a plain one.
+func unchangedSince(was, now string) bool {
+	return was == now || was == "directory" && strings.HasPrefix(now, "submodule:")
 }
 
 // executableMark follows the hash of an executable file in content.

@@ -278,7 +278,7 @@ func (s *Snapshot) changedFiles(ctx context.Context, top string, hashes *hashCac
 		if !ok && now[p].Hash == DeletedHash {
 			continue
 		}
-		if !ok || was.content() != now[p].content() {
+		if !ok || !unchangedSince(was.content(), now[p].content()) {
 			changed = append(changed, p)
 		}
 	}

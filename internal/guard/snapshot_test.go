@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -194,4 +195,48 @@ func TestLookGivesUpOnAHugeFile(t *testing.T) {
 	_, err = tr.Look(WithReadStop(context.Background(), stop), "", nil)
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Contains(t, err.Error(), "big.bin")
+}
+
+// A snapshot taken by a runr that did not read submodules marked one as a
+// plain directory: resumed, the run does not take it for changed, while a
+// commit inside the submodule of a snapshot of today's is a change.
+func TestSubmoduleOfAnOlderSnapshot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	lib := newRepo(t, true)
+	commitFiles(t, lib, map[string]string{"lib.go": "package lib\n"})
+	dir := newRepo(t, true)
+	commitFiles(t, dir, map[string]string{"a.txt": "a\n"})
+	gitT(t, dir, "-c", "protocol.file.allow=always", "submodule", "--quiet", "add", lib, "deps/lib")
+	gitT(t, dir, "commit", "--quiet", "-m", "add submodule")
+	for _, older := range []bool{true, false} {
+		snap, err := TakeSnapshot(ctx, dir)
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(snap.Files["deps/lib"].Hash, "submodule:"), snap.Files["deps/lib"].Hash)
+		require.Contains(t, snap.Files, "deps/lib/lib.go")
+		if older {
+			f := snap.Files["deps/lib"]
+			f.Hash = "directory"
+			snap.Files["deps/lib"] = f
+			delete(snap.Files, "deps/lib/lib.go")
+		}
+		tr, err := snap.NewTracker(t.TempDir())
+		require.NoError(t, err)
+		look, err := tr.Look(ctx, gitT(t, dir, "rev-parse", "HEAD"), nil)
+		require.NoError(t, err)
+		tr.Close()
+		if older {
+			assert.Empty(t, look.Changed, "an older snapshot's submodule")
+			continue
+		}
+		assert.Empty(t, look.Changed)
+		sub := filepath.Join(dir, "deps", "lib")
+		gitT(t, sub, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "--quiet", "--allow-empty", "-m", "moved")
+		tr, err = snap.NewTracker(t.TempDir())
+		require.NoError(t, err)
+		look, err = tr.Look(ctx, gitT(t, dir, "rev-parse", "HEAD"), nil)
+		require.NoError(t, err)
+		tr.Close()
+		assert.Equal(t, []string{"deps/lib"}, look.Changed)
+	}
 }

@@ -394,7 +394,7 @@ func (t *Tracker) compare(ctx context.Context, p string, base Baseline) (string,
 			now = fst.Hash
 		}
 	}
-	return now, now != was, nil
+	return now, !unchangedSince(was, now), nil
 }
 
 // excludeChanged reports whether .git/info/exclude differs from the start.
