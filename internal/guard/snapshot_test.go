@@ -219,6 +219,9 @@ func TestSubmoduleOfAnOlderSnapshot(t *testing.T) {
 			f.Hash = "directory"
 			snap.Files["deps/lib"] = f
 			delete(snap.Files, "deps/lib/lib.go")
+			// A new ignore rule has the look list the whole tree
+			// against the snapshot.
+			writeFile(t, dir, ".gitignore", "*.tmp\n")
 		}
 		tr, err := snap.NewTracker(t.TempDir())
 		require.NoError(t, err)
@@ -226,7 +229,8 @@ func TestSubmoduleOfAnOlderSnapshot(t *testing.T) {
 		require.NoError(t, err)
 		tr.Close()
 		if older {
-			assert.Empty(t, look.Changed, "an older snapshot's submodule")
+			assert.Equal(t, []string{".gitignore"}, look.Changed, "an older snapshot's submodule is no change")
+			require.NoError(t, os.Remove(filepath.Join(dir, ".gitignore")))
 			continue
 		}
 		assert.Empty(t, look.Changed)
