@@ -147,3 +147,32 @@ func TestSandboxRefusesAStoreInTheWorkTree(t *testing.T) {
 	assert.Contains(t, out, "--home")
 	assert.Contains(t, out, "inside the work tree")
 }
+
+// TestSandboxSubmoduleFilterNeverRuns: a confined agent cannot write the
+// submodule's git dir under .git/modules, so it points the submodule's
+// .git file at a copy of its own in the work tree, with a clean filter
+// that its .gitattributes sets, and rewrites a file to the same size (a
+// recursive git status compares it through the filter); runr's own git,
+// unconfined, never runs it (it does not recurse into submodules), and
+// the rewritten .git file is git metadata.
+func TestSandboxSubmoduleFilterNeverRuns(t *testing.T) {
+	skipWithoutSandbox(t)
+	repo, _, env := sandboxRepo(t)
+	lib := filepath.Join(filepath.Dir(repo), "libsrc")
+	require.NoError(t, os.MkdirAll(lib, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(lib, "lib.go"), []byte("package lib\n"), 0o644))
+	for _, a := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "lib"}} {
+		gitOut(t, lib, env, a...)
+	}
+	gitOut(t, repo, env, "-c", "protocol.file.allow=always", "submodule", "--quiet", "add", lib, "deps/lib")
+	gitOut(t, repo, env, "commit", "-q", "-m", "submodule")
+	marker := filepath.Join(filepath.Dir(repo), "filter-ran")
+	code, out := runSandboxed(t, repo, env, "--allow", "src/**", "--prompt", "go", "--sandbox=on", "--", "sh", "-c",
+		`cp -r .git/modules/deps/lib deps/evilgit && git config -f deps/evilgit/config core.worktree ../lib && `+
+			`git config -f deps/evilgit/config filter.evil.clean "touch `+marker+`; cat" && `+
+			`echo "gitdir: ../evilgit" > deps/lib/.git && echo "* filter=evil" > deps/lib/.gitattributes && `+
+			`printf "package LIB\\n" > deps/lib/lib.go && echo "RUNR_STATUS: done"`)
+	assert.Equal(t, 2, code, "%s", out)
+	assert.Contains(t, out, "deps/lib/.git")
+	assert.NoFileExists(t, marker, "the agent's filter ran outside the sandbox")
+}
