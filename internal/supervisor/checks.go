@@ -86,9 +86,11 @@ const maxCheckpointLooks = 3
 
 // verifyMayWrite reports whether verify may write the changed path p
 // without it counting as a change of the agent's: such paths are left out
-// of the checkpoint's look and commit. Files the repository's ignore rules
-// ignored when the run started are already out of every look; nothing else
-// is exempt yet. Whatever verify is allowed to write is named here.
+// of the checkpoint's look. Files the repository's ignore rules ignored when
+// the run started are already out of every look; nothing else is exempt
+// yet. Whatever verify is allowed to write is named here; a path named here
+// must also stay out of the commit (untouchedFiles), which holds only what
+// the look judged.
 func (s *Supervisor) verifyMayWrite(p string) bool {
 	return false
 }
