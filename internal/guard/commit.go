@@ -67,6 +67,11 @@ func CommitAll(ctx context.Context, dir, message string, exclude []string) (stri
 	return CommitJudged(ctx, dir, message, exclude, nil)
 }
 
+// IgnoredAtStart is what a judged function of CommitJudged gives for a path
+// the ignore rules of the run's start ignored: the guard does not judge it,
+// and the commit leaves it out.
+const IgnoredAtStart = "ignored at the start"
+
 // ErrChangedAfterLook: a file differs from what the guard judged, so the
 // commit that would hold it was not made.
 var ErrChangedAfterLook = errors.New("changed after the guard looked")
@@ -158,6 +163,7 @@ func CommitJudged(ctx context.Context, dir, message string, exclude []string, ju
 // stagedEntry is one path whose staged entry differs from HEAD's.
 type stagedEntry struct {
 	path, mode, oid string
+	oldMode         string // HEAD's, "000000" for a path HEAD does not hold
 }
 
 // stagedChanges lists the entries of c's index that differ from head (all
@@ -174,7 +180,7 @@ func stagedChanges(ctx context.Context, c gitCmd, head string) ([]stagedEntry, e
 			// "<mode> <oid> <stage>\t<path>"
 			meta, p, ok := strings.Cut(string(rec), "\t")
 			if f := strings.Fields(meta); ok && len(f) == 3 {
-				entries = append(entries, stagedEntry{path: p, mode: f[0], oid: f[1]})
+				entries = append(entries, stagedEntry{path: p, mode: f[0], oid: f[1], oldMode: "000000"})
 			}
 		}
 		return entries, nil
@@ -192,7 +198,7 @@ func stagedChanges(ctx context.Context, c gitCmd, head string) ([]stagedEntry, e
 		if len(f) < 5 {
 			return nil, fmt.Errorf("list the staged changes in %s: unexpected record %q", c.dir, recs[i])
 		}
-		entries = append(entries, stagedEntry{path: string(recs[i+1]), mode: f[1], oid: f[3]})
+		entries = append(entries, stagedEntry{path: string(recs[i+1]), mode: f[1], oid: f[3], oldMode: f[0]})
 	}
 	return entries, nil
 }
@@ -203,6 +209,7 @@ func stagedChanges(ctx context.Context, c gitCmd, head string) ([]stagedEntry, e
 // user's, untouched by the run).
 func stageJudged(ctx context.Context, c gitCmd, format string, staged []stagedEntry, exclude []string, judged func(string) string) error {
 	var files []stagedEntry
+	var leave strings.Builder
 	for _, e := range staged {
 		if slices.Contains(exclude, e.path) {
 			continue
@@ -210,6 +217,12 @@ func stageJudged(ctx context.Context, c gitCmd, format string, staged []stagedEn
 		want := judged(e.path)
 		ok := false
 		switch {
+		case want == IgnoredAtStart && e.oldMode == "000000":
+			// Not the guard's to judge, and not the commit's to take:
+			// new rules let git add it.
+			leave.WriteString(e.path)
+			leave.WriteByte(0)
+			continue
 		case e.mode == "000000":
 			ok = want == DeletedHash
 		case e.mode == "100644" || e.mode == "100755":
@@ -224,6 +237,13 @@ func stageJudged(ctx context.Context, c gitCmd, format string, staged []stagedEn
 		}
 		if !ok {
 			return fmt.Errorf("%w: %s", ErrChangedAfterLook, e.path)
+		}
+	}
+	if leave.Len() > 0 {
+		rc := c
+		rc.args, rc.stdin = []string{"update-index", "-z", "--force-remove", "--stdin"}, strings.NewReader(leave.String())
+		if _, err := rc.run(ctx); err != nil {
+			return fmt.Errorf("stage the changes in %s: %w", c.dir, err)
 		}
 	}
 	if len(files) == 0 {

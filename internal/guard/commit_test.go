@@ -182,7 +182,7 @@ func TestCommitJudged(t *testing.T) {
 	look, err := tr.Look(ctx, head, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{".gitattributes", "a.txt", "tool.sh"}, look.Changed)
-	judged := tr.Judged(nil)
+	judged := tr.Judged(ctx, nil)
 
 	indexBefore, err := os.ReadFile(filepath.Join(repo, ".git", "index"))
 	require.NoError(t, err)
@@ -243,7 +243,34 @@ func TestCommitJudgedSameSecondRewrite(t *testing.T) {
 	head := gitT(t, repo, "rev-parse", "HEAD")
 	_, err = tr.Look(ctx, head, nil)
 	require.NoError(t, err)
-	_, err = CommitJudged(ctx, repo, "checkpoint", nil, tr.Judged(nil))
+	_, err = CommitJudged(ctx, repo, "checkpoint", nil, tr.Judged(ctx, nil))
 	require.NoError(t, err)
 	assert.Equal(t, "two", gitT(t, repo, "show", "HEAD:shared.txt"))
+}
+
+// A file the start's ignore rules ignored, which a new rule lets git add,
+// was never judged: the commit leaves it out, untracked, and takes the
+// rest.
+func TestCommitJudgedLeavesOutWhatTheStartIgnored(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	commitFiles(t, repo, map[string]string{".gitignore": "build/\n", "a.txt": "a\n"})
+	writeFile(t, repo, "build/out.bin", "built\n")
+	snap, err := TakeSnapshot(ctx, repo)
+	require.NoError(t, err)
+	tr, err := snap.NewTracker(t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { tr.Close() })
+	head := gitT(t, repo, "rev-parse", "HEAD")
+
+	writeFile(t, repo, ".gitignore", "*.tmp\n")
+	writeFile(t, repo, "a.txt", "changed\n")
+	look, err := tr.Look(ctx, head, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{".gitignore", "a.txt"}, look.Changed)
+	sha, err := CommitJudged(ctx, repo, "checkpoint", nil, tr.Judged(ctx, nil))
+	require.NoError(t, err)
+	assert.Equal(t, ".gitignore\na.txt", gitT(t, repo, "show", "--name-only", "--format=", sha))
+	assert.Equal(t, "?? build/", gitT(t, repo, "status", "--porcelain"), "left untracked")
 }

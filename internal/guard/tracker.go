@@ -357,14 +357,33 @@ func (t *Tracker) delta(now map[string]string, base Baseline) Delta {
 // Judged is what the last look saw of each path: its content (hash, and
 // the executable bit) when the look listed it as changed, else its content
 // at the start. CommitJudged takes it, so a checkpoint commits exactly that.
-func (t *Tracker) Judged(base Baseline) func(string) string {
+// A path with no file at the start that the start's ignore rules ignore
+// is IgnoredAtStart (a new rule may have let git add it since).
+func (t *Tracker) Judged(ctx context.Context, base Baseline) func(string) string {
 	last := t.last
 	return func(p string) string {
 		if h, ok := last[p]; ok {
 			return h
 		}
-		return t.startHash(p, base)
+		h := t.startHash(p, base)
+		if h == DeletedHash && t.ignoredAtStart(ctx, p) {
+			return IgnoredAtStart
+		}
+		return h
 	}
+}
+
+// ignoredAtStart reports whether the start's ignore rules ignore path p,
+// with no index (a path git tracks is never ignored, but none at the
+// start is asked about).
+func (t *Tracker) ignoredAtStart(ctx context.Context, p string) bool {
+	if err := t.writePrivate(); err != nil {
+		return false
+	}
+	c := gitCmd{dir: t.top, env: []string{"GIT_INDEX_FILE=" + filepath.Join(t.tmp, "no-index")},
+		args: []string{"ls-files", "-z", "--others", "--ignored", "--exclude-from=" + t.excludes, "--", ":(literal)" + p}}
+	out, err := c.run(ctx)
+	return err == nil && len(bytes.TrimRight(out, "\x00")) > 0
 }
 
 // startHash is p's content at the start: the snapshot's, else the

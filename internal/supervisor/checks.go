@@ -114,7 +114,7 @@ func (s *Supervisor) commitMilestone(ctx context.Context) error {
 	if t, err := s.guardTracker(); err != nil {
 		return err
 	} else if t != nil {
-		judged = t.Judged(guard.Baseline(st.Baseline))
+		judged = t.Judged(ctx, guard.Baseline(st.Baseline))
 	}
 	sha, err := guard.CommitJudged(ctx, s.dir, msg, exclude, judged)
 	if err != nil {
