@@ -220,7 +220,7 @@ func hashPaths(ctx context.Context, top string, paths []string) (Baseline, error
 			}
 			hashes[p] = "symlink:" + target
 		case info.IsDir():
-			hashes[p] = "directory"
+			hashes[p] = dirMarker(full)
 		case !info.Mode().IsRegular():
 			hashes[p] = "special:" + info.Mode().Type().String()
 		case !readable(full):

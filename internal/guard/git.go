@@ -84,6 +84,11 @@ type gitCmd struct {
 // editors, automatic gc and maintenance (which run hooks and detach). The
 // untracked cache is off so that reading commands write nothing. Filter and
 // diff drivers have names, so they are turned off per name (driverOverrides).
+// No command recurses into a submodule (noRecurse): a submodule's config
+// and attributes are the agent's to write, and git reading them would run
+// the filters they name. Signatures are never shown (log.showSignature
+// would run gpg.program, which the repository's config can name), and log
+// output is never re-encoded by the repository's i18n settings.
 var safeConfig = []string{
 	"-c", "core.hooksPath=" + os.DevNull,
 	"-c", "core.fsmonitor=false",
@@ -99,11 +104,19 @@ var safeConfig = []string{
 	"-c", "gc.auto=0",
 	"-c", "maintenance.auto=false",
 	"-c", "commit.gpgSign=false",
+	"-c", "log.showSignature=false",
+	"-c", "i18n.logOutputEncoding=UTF-8",
+	"-c", "submodule.recurse=false",
+	"-c", "diff.ignoreSubmodules=dirty",
+	"-c", "status.submoduleSummary=false",
 }
 
 // safeEnv is the environment part of safeConfig: what git reads from the
-// environment before its config.
-var safeEnv = []string{"LC_ALL=C", "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "GIT_EDITOR=:", "GIT_ASKPASS=", "SSH_ASKPASS="}
+// environment before its config. GIT_NO_REPLACE_OBJECTS: a replace ref
+// (refs/replace/<commit>), which anyone who can write .git can add, would
+// make git show runr another object in place of the one recorded, and hide
+// a commit's changes from the guard.
+var safeEnv = []string{"GIT_NO_REPLACE_OBJECTS=1", "LC_ALL=C", "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "GIT_EDITOR=:", "GIT_ASKPASS=", "SSH_ASKPASS="}
 
 // run executes git and returns its stdout. The locale is fixed so messages
 // and output are predictable, optional locks are off so that reading commands
@@ -125,7 +138,31 @@ func (c gitCmd) run(ctx context.Context) ([]byte, error) {
 		}
 		c.env = append(slices.Clone(c.env), configEnv(over)...)
 	}
-	return c.exec(ctx, append(slices.Clone(safeConfig), c.args...))
+	return c.exec(ctx, append(slices.Clone(safeConfig), noRecurse(c.args)...))
+}
+
+// recursingCommands look into a submodule's work tree (its status, its
+// diff) unless told not to; the command line's --ignore-submodules wins over
+// every config, a submodule's own entry in .gitmodules included. "dirty"
+// still compares a submodule's recorded commit with its HEAD, which git
+// reads in-process; it only stops git from starting a git in the submodule
+// to look at its files (the guard reads those itself).
+var recursingCommands = []string{"status", "diff", "diff-index", "diff-files"}
+
+// noRecurse returns args with --ignore-submodules=dirty after a subcommand
+// that would otherwise look into submodules.
+func noRecurse(args []string) []string {
+	for i := 0; i < len(args); i++ {
+		if args[i] == "-c" {
+			i++
+			continue
+		}
+		if !slices.Contains(recursingCommands, args[i]) {
+			return args
+		}
+		return slices.Concat(args[:i+1], []string{"--ignore-submodules=dirty"}, args[i+1:])
+	}
+	return args
 }
 
 // configEnv passes config pairs through GIT_CONFIG_COUNT and friends, after

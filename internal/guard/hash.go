@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"context"
 	"crypto/sha1" //nolint:gosec // git's object ids, not a security measure
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -46,7 +48,7 @@ func newHashCache(format string) *hashCache {
 
 // state returns the FileState of path p (relative to top): DeletedHash for
 // a path with no file.
-func (c *hashCache) state(top, p string) (FileState, error) {
+func (c *hashCache) state(ctx context.Context, top, p string) (FileState, error) {
 	full := filepath.Join(top, filepath.FromSlash(p))
 	var st unix.Stat_t
 	err := unix.Lstat(full, &st)
@@ -58,14 +60,16 @@ func (c *hashCache) state(top, p string) (FileState, error) {
 		return FileState{}, fmt.Errorf("inspect %s: %w", full, err)
 	}
 	fst := statState(&st)
-	if was, ok := c.files[p]; ok && sameStat(was.state, fst) {
+	// A directory's marker names its HEAD, which its stat data does not
+	// follow: it is read every time.
+	if was, ok := c.files[p]; ok && sameStat(was.state, fst) && st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		limit := was.hashedAt - racyWindow.Nanoseconds()
 		if fst.Mtime < limit && fst.Ctime < limit {
 			return was.state, nil
 		}
 	}
 	now := time.Now().UnixNano()
-	h, err := c.hashFile(full, &st)
+	h, err := c.hashFile(ctx, full, &st)
 	if err != nil {
 		return FileState{}, err
 	}
@@ -74,9 +78,61 @@ func (c *hashCache) state(top, p string) (FileState, error) {
 	return fst, nil
 }
 
+// ctxReader reads r until ctx ends: a file of terabytes (a sparse one
+// reads as zeros as fast as the disk allows, for hours) is given up on at
+// the run's deadline or a signal, not read to its end.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if stop, ok := c.ctx.Value(readStopKey{}).(context.Context); ok && stop.Err() != nil {
+		return 0, stop.Err()
+	}
+	return c.r.Read(p)
+}
+
+type readStopKey struct{}
+
+// WithReadStop returns ctx, under which the guard's reads of files'
+// content also end when stop ends. The git commands of a look outlive a
+// first signal (their results keep the run's records whole), but reading
+// a file of the agent's, which may be of any size, does not.
+func WithReadStop(ctx, stop context.Context) context.Context {
+	return context.WithValue(ctx, readStopKey{}, stop)
+}
+
 // statState is the stat part of a FileState.
 func statState(st *unix.Stat_t) FileState {
 	return FileState{Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(), Ino: st.Ino, Mode: uint32(st.Mode)}
+}
+
+// content is what the guard compares of a file: its hash, and for a
+// regular file whether it is executable (the mode git records).
+func (f FileState) content() string {
+	if f.Mode&unix.S_IFMT == unix.S_IFREG && f.Mode&0o100 != 0 && !isDirMarker(f.Hash) && f.Hash != DeletedHash {
+		return f.Hash + executableMark
+	}
+	return f.Hash
+}
+
+// unchangedSince reports whether a path whose content was was at the start
+// has content now: the same, or a repository directory that a snapshot of
+// an older runr, which did not read submodules, marked as a plain one.
+func unchangedSince(was, now string) bool {
+	return was == now || was == "directory" && strings.HasPrefix(now, "submodule:")
+}
+
+// executableMark follows the hash of an executable file in content.
+const executableMark = "+x"
+
+// sameStatT is sameStat for the stat data of a file now.
+func sameStatT(f FileState, st *unix.Stat_t) bool {
+	return sameStat(f, statState(st))
 }
 
 func sameStat(a, b FileState) bool {
@@ -85,7 +141,7 @@ func sameStat(a, b FileState) bool {
 
 // hashFile identifies the file at full, whose lstat is st, as hashPaths
 // does.
-func (c *hashCache) hashFile(full string, st *unix.Stat_t) (string, error) {
+func (c *hashCache) hashFile(ctx context.Context, full string, st *unix.Stat_t) (string, error) {
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFLNK:
 		target, err := os.Readlink(full)
@@ -94,7 +150,7 @@ func (c *hashCache) hashFile(full string, st *unix.Stat_t) (string, error) {
 		}
 		return "symlink:" + target, nil
 	case unix.S_IFDIR:
-		return "directory", nil
+		return dirMarker(full), nil
 	case unix.S_IFREG:
 	default:
 		info, err := os.Lstat(full)
@@ -117,7 +173,7 @@ func (c *hashCache) hashFile(full string, st *unix.Stat_t) (string, error) {
 		h = sha1.New() //nolint:gosec // git's object ids
 	}
 	h.Write([]byte("blob " + strconv.FormatInt(st.Size, 10) + "\x00"))
-	n, err := io.Copy(h, f)
+	n, err := io.Copy(h, ctxReader{ctx, f})
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", full, err)
 	}

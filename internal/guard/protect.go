@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -55,6 +56,9 @@ func (s *Snapshot) CheckProtect(changed, protect []string) ([]Violation, error) 
 		change := ChangeModified
 		if _, err := os.Lstat(filepath.Join(s.Top, filepath.FromSlash(p))); errors.Is(err, fs.ErrNotExist) {
 			change = ChangeDeleted
+		} else if now, err := newHashCache(s.ObjectFormat).state(context.Background(), s.Top, p); err == nil && now.Hash == s.Files[p].Hash {
+			// Listed for its mode alone.
+			change = ChangeMode
 		}
 		out = append(out, Violation{Path: p, Rule: stopreasons.RuleProtect, Pattern: protect[i], Change: change})
 	}

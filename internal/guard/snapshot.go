@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -103,9 +104,21 @@ func TakeSnapshot(ctx context.Context, dir string) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	if snap.Files, err = stateOf(ctx, top, files, nil, newHashCache(snap.ObjectFormat)); err != nil {
+	hashes := newHashCache(snap.ObjectFormat)
+	if snap.Files, err = stateOf(ctx, top, files, nil, hashes); err != nil {
 		return nil, fmt.Errorf("take the snapshot of %s: %w", top, err)
 	}
+	// The files of each checked-out submodule, which git lists as one path.
+	inside, err := stateOf(ctx, top, filesIn(top, submoduleDirs(snap.Files)), nil, hashes)
+	if err != nil {
+		return nil, fmt.Errorf("take the snapshot of %s: %w", top, err)
+	}
+	maps.Copy(snap.Files, inside)
+	embedded, err := embeddedMeta(top, submoduleDirs(snap.Files))
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(snap.Meta, embedded)
 	return snap, nil
 }
 
@@ -252,6 +265,7 @@ func (s *Snapshot) changedFiles(ctx context.Context, top string, hashes *hashCac
 	for p := range s.Files {
 		paths = append(paths, p)
 	}
+	paths = append(paths, filesIn(top, submoduleDirs(s.Files))...)
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
 	now, err := stateOf(ctx, top, paths, s, hashes)
@@ -264,7 +278,7 @@ func (s *Snapshot) changedFiles(ctx context.Context, top string, hashes *hashCac
 		if !ok && now[p].Hash == DeletedHash {
 			continue
 		}
-		if !ok || was.Hash != now[p].Hash {
+		if !ok || !unchangedSince(was.content(), now[p].content()) {
 			changed = append(changed, p)
 		}
 	}
@@ -292,6 +306,13 @@ func (s *Snapshot) ChangedMeta(ctx context.Context, dir string) ([]string, error
 	now, err := metaFiles(common, own)
 	if err != nil {
 		return nil, err
+	}
+	if s.Top != "" {
+		embedded, err := embeddedMeta(s.Top, submoduleDirs(s.Files))
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(now, embedded)
 	}
 	var changed []string
 	for name, h := range now {
@@ -385,7 +406,7 @@ func stateOf(ctx context.Context, top string, paths []string, prev *Snapshot, ha
 		if i%256 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		fst, err := prev.stateOf(top, p, hashes)
+		fst, err := prev.stateOf(ctx, top, p, hashes)
 		if err != nil {
 			return nil, err
 		}
@@ -396,9 +417,9 @@ func stateOf(ctx context.Context, top string, paths []string, prev *Snapshot, ha
 
 // stateOf is the state of one path, as the function of that name
 // computes it; s may be nil.
-func (s *Snapshot) stateOf(top, p string, hashes *hashCache) (FileState, error) {
+func (s *Snapshot) stateOf(ctx context.Context, top, p string, hashes *hashCache) (FileState, error) {
 	if s != nil {
-		if was, ok := s.Files[p]; ok && was.Hash != DeletedHash {
+		if was, ok := s.Files[p]; ok && was.Hash != DeletedHash && !isDirMarker(was.Hash) {
 			var st unix.Stat_t
 			if err := unix.Lstat(filepath.Join(top, filepath.FromSlash(p)), &st); err == nil {
 				fst := statState(&st)
@@ -409,7 +430,7 @@ func (s *Snapshot) stateOf(top, p string, hashes *hashCache) (FileState, error) 
 			}
 		}
 	}
-	return hashes.state(top, p)
+	return hashes.state(ctx, top, p)
 }
 
 // repoPaths are where a working tree's git files are.
@@ -446,10 +467,24 @@ func metaFiles(common, own string) (map[string]string, error) {
 		return full
 	}
 	files := map[string]string{}
+	// Beside config, info and hooks: replace refs, which make git show
+	// another object in place of a commit, tree or file (runr's own git
+	// ignores them; the user's does not); the shallow file, which cuts a
+	// commit's history as grafts do; alternates, which add object stores;
+	// and a worktree's commondir, which names the git dir it shares.
 	roots := []string{filepath.Join(common, "config"), filepath.Join(common, "config.worktree"),
-		filepath.Join(common, "info"), filepath.Join(common, "hooks")}
+		filepath.Join(common, "info"), filepath.Join(common, "hooks"),
+		filepath.Join(common, "refs", "replace"), filepath.Join(common, "shallow"),
+		filepath.Join(common, "objects", "info", "alternates"), filepath.Join(common, "objects", "info", "http-alternates")}
 	if own != common {
-		roots = append(roots, filepath.Join(own, "config.worktree"), filepath.Join(own, "info"))
+		roots = append(roots, filepath.Join(own, "config.worktree"), filepath.Join(own, "info"), filepath.Join(own, "commondir"))
+	}
+	// Submodules' git dirs, absorbed under modules/: their config, hooks
+	// and info, which the user's own git (a recursive status, a
+	// submodule update) reads and runs.
+	roots = append(roots, submoduleGitFiles(filepath.Join(common, "modules"))...)
+	if h := packedReplaceRefs(common); h != "" {
+		files[name(filepath.Join(common, "packed-refs"))+":refs/replace/"] = h
 	}
 	for _, root := range roots {
 		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -478,6 +513,28 @@ func metaFiles(common, own string) (map[string]string, error) {
 		}
 	}
 	return files, nil
+}
+
+// packedReplaceRefs identifies the replace refs packed-refs holds, "" for
+// none: the rest of packed-refs (branches, tags) changes with the agent's
+// ordinary work.
+func packedReplaceRefs(common string) string {
+	data, err := os.ReadFile(filepath.Join(common, "packed-refs"))
+	if err != nil {
+		return ""
+	}
+	sum := sha256.New()
+	found := false
+	for _, line := range strings.Split(string(data), "\n") {
+		if _, ref, ok := strings.Cut(line, " "); ok && strings.HasPrefix(ref, "refs/replace/") {
+			sum.Write([]byte(line + "\n"))
+			found = true
+		}
+	}
+	if !found {
+		return ""
+	}
+	return hex.EncodeToString(sum.Sum(nil))
 }
 
 // metaHash identifies a file of git's own by its kind, mode and content.

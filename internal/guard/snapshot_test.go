@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -170,4 +171,76 @@ var hidingCases = []struct {
 		require.NoError(t, os.WriteFile(p, []byte("package b\n"), 0o644))
 		require.NoError(t, os.Chtimes(p, info.ModTime(), info.ModTime()))
 	}, []string{"src/a.go"}},
+}
+
+// A file of terabytes (sparse: zeros, read as fast as the disk goes, for
+// hours) does not hold a look past the stop WithReadStop names (a
+// signal), though the look's git commands go on.
+func TestLookGivesUpOnAHugeFile(t *testing.T) {
+	t.Parallel()
+	repo := newRepo(t, true)
+	commitFiles(t, repo, map[string]string{"a.txt": "a\n"})
+	snap, err := TakeSnapshot(context.Background(), repo)
+	require.NoError(t, err)
+	tr, err := snap.NewTracker(t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { tr.Close() })
+	f, err := os.Create(filepath.Join(repo, "big.bin"))
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(4<<40))
+	require.NoError(t, f.Close())
+
+	stop, stopNow := context.WithCancel(context.Background())
+	stopNow()
+	_, err = tr.Look(WithReadStop(context.Background(), stop), "", nil)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, err.Error(), "big.bin")
+}
+
+// A snapshot taken by a runr that did not read submodules marked one as a
+// plain directory: resumed, the run does not take it for changed, while a
+// commit inside the submodule of a snapshot of today's is a change.
+func TestSubmoduleOfAnOlderSnapshot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	lib := newRepo(t, true)
+	commitFiles(t, lib, map[string]string{"lib.go": "package lib\n"})
+	dir := newRepo(t, true)
+	commitFiles(t, dir, map[string]string{"a.txt": "a\n"})
+	gitT(t, dir, "-c", "protocol.file.allow=always", "submodule", "--quiet", "add", lib, "deps/lib")
+	gitT(t, dir, "commit", "--quiet", "-m", "add submodule")
+	for _, older := range []bool{true, false} {
+		snap, err := TakeSnapshot(ctx, dir)
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(snap.Files["deps/lib"].Hash, "submodule:"), snap.Files["deps/lib"].Hash)
+		require.Contains(t, snap.Files, "deps/lib/lib.go")
+		if older {
+			f := snap.Files["deps/lib"]
+			f.Hash = "directory"
+			snap.Files["deps/lib"] = f
+			delete(snap.Files, "deps/lib/lib.go")
+			// A new ignore rule has the look list the whole tree
+			// against the snapshot.
+			writeFile(t, dir, ".gitignore", "*.tmp\n")
+		}
+		tr, err := snap.NewTracker(t.TempDir())
+		require.NoError(t, err)
+		look, err := tr.Look(ctx, gitT(t, dir, "rev-parse", "HEAD"), nil)
+		require.NoError(t, err)
+		tr.Close()
+		if older {
+			assert.Equal(t, []string{".gitignore"}, look.Changed, "an older snapshot's submodule is no change")
+			require.NoError(t, os.Remove(filepath.Join(dir, ".gitignore")))
+			continue
+		}
+		assert.Empty(t, look.Changed)
+		sub := filepath.Join(dir, "deps", "lib")
+		gitT(t, sub, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "--quiet", "--allow-empty", "-m", "moved")
+		tr, err = snap.NewTracker(t.TempDir())
+		require.NoError(t, err)
+		look, err = tr.Look(ctx, gitT(t, dir, "rev-parse", "HEAD"), nil)
+		require.NoError(t, err)
+		tr.Close()
+		assert.Equal(t, []string{"deps/lib"}, look.Changed)
+	}
 }

@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Tracker looks at a run's working tree after each agent call, against the
@@ -46,6 +48,8 @@ type Tracker struct {
 	driversRead   bool
 
 	last map[string]string // the content hash of each changed path at the last look
+
+	subDirs []string // the submodules checked out at the start
 
 	committed struct {
 		since, head string
@@ -99,7 +103,7 @@ func (s *Snapshot) NewTracker(parent string) (*Tracker, error) {
 		return nil, fmt.Errorf("prepare the guard of %s: %w", s.Top, err)
 	}
 	return &Tracker{snap: s, top: s.Top, tmp: tmp, index: filepath.Join(tmp, "index"),
-		excludes: filepath.Join(tmp, "exclude"), hashes: newHashCache(s.ObjectFormat)}, nil
+		excludes: filepath.Join(tmp, "exclude"), hashes: newHashCache(s.ObjectFormat), subDirs: submoduleDirs(s.Files)}, nil
 }
 
 // Close removes the Tracker's private files.
@@ -234,6 +238,28 @@ func (t *Tracker) look(ctx context.Context, since *string, base Baseline) (Look,
 			listed = append(listed, p)
 		}
 	}
+	// git's status compares content through the repository's attributes
+	// (end-of-line conversion, encodings), which the agent can write: a
+	// file whose stat data differs from the start is compared here, by its
+	// bytes and mode, whatever the status says.
+	for p, f := range t.snap.Files {
+		if f.Hash == DeletedHash || isDirMarker(f.Hash) {
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(t.top, filepath.FromSlash(p)), &st); err != nil || !sameStatT(f, &st) {
+			listed = append(listed, p)
+		}
+	}
+	// git lists a submodule as one path and never looks inside (runr's
+	// git does not recurse): its files, then and now, are read here.
+	listed = append(listed, t.subDirs...)
+	for p := range t.snap.Files {
+		if underAny(p, t.subDirs) {
+			listed = append(listed, p)
+		}
+	}
+	listed = append(listed, filesIn(t.top, t.subDirs)...)
 	slices.Sort(listed)
 	listed = slices.Compact(listed)
 
@@ -241,7 +267,7 @@ func (t *Tracker) look(ctx context.Context, since *string, base Baseline) (Look,
 	var changed []string
 	rulesChanged := t.excludeChanged()
 	for _, p := range listed {
-		h, diff, err := t.compare(p, base)
+		h, diff, err := t.compare(ctx, p, base)
 		if err != nil {
 			return Look{}, err
 		}
@@ -254,7 +280,7 @@ func (t *Tracker) look(ctx context.Context, since *string, base Baseline) (Look,
 	for _, p := range ignored {
 		// A .gitignore that ignores itself shows only here.
 		if path.Base(p) == ".gitignore" {
-			if _, diff, err := t.compare(p, base); err != nil {
+			if _, diff, err := t.compare(ctx, p, base); err != nil {
 				return Look{}, err
 			} else if diff {
 				rulesChanged = true
@@ -270,7 +296,7 @@ func (t *Tracker) look(ctx context.Context, since *string, base Baseline) (Look,
 		}
 		for _, p := range hidden {
 			if _, ok := now[p]; !ok {
-				h, _, err := t.compare(p, base)
+				h, _, err := t.compare(ctx, p, base)
 				if err != nil {
 					return Look{}, err
 				}
@@ -328,11 +354,43 @@ func (t *Tracker) delta(now map[string]string, base Baseline) Delta {
 	return d
 }
 
+// Judged is what the last look saw of each path: its content (hash, and
+// the executable bit) when the look listed it as changed, else its content
+// at the start. CommitJudged takes it, so a checkpoint commits exactly that.
+// A path with no file at the start that the start's ignore rules ignore
+// is IgnoredAtStart (a new rule may have let git add it since).
+func (t *Tracker) Judged(ctx context.Context, base Baseline) func(string) string {
+	last := t.last
+	return func(p string) string {
+		if h, ok := last[p]; ok {
+			return h
+		}
+		h := t.startHash(p, base)
+		if h == DeletedHash && t.ignoredAtStart(ctx, p) {
+			return IgnoredAtStart
+		}
+		return h
+	}
+}
+
+// ignoredAtStart reports whether the start's ignore rules ignore path p,
+// with no index (a path git tracks is never ignored, but none at the
+// start is asked about).
+func (t *Tracker) ignoredAtStart(ctx context.Context, p string) bool {
+	if err := t.writePrivate(); err != nil {
+		return false
+	}
+	c := gitCmd{dir: t.top, env: []string{"GIT_INDEX_FILE=" + filepath.Join(t.tmp, "no-index")},
+		args: []string{"ls-files", "-z", "--others", "--ignored", "--exclude-from=" + t.excludes, "--", ":(literal)" + p}}
+	out, err := c.run(ctx)
+	return err == nil && len(bytes.TrimRight(out, "\x00")) > 0
+}
+
 // startHash is p's content at the start: the snapshot's, else the
 // baseline's, else no file.
 func (t *Tracker) startHash(p string, base Baseline) string {
 	if f, ok := t.snap.Files[p]; ok {
-		return f.Hash
+		return f.content()
 	}
 	if b, ok := base[p]; ok {
 		return b
@@ -342,13 +400,20 @@ func (t *Tracker) startHash(p string, base Baseline) string {
 
 // compare returns the content hash of p now, and whether it differs from
 // p's at the start: the snapshot's, else the baseline's, else no file.
-func (t *Tracker) compare(p string, base Baseline) (string, bool, error) {
-	fst, err := t.snap.stateOf(t.top, p, t.hashes)
+func (t *Tracker) compare(ctx context.Context, p string, base Baseline) (string, bool, error) {
+	fst, err := t.snap.stateOf(ctx, t.top, p, t.hashes)
 	if err != nil {
 		return "", false, err
 	}
 	was := t.startHash(p, base)
-	return fst.Hash, fst.Hash != was, nil
+	now := fst.content()
+	if _, ok := t.snap.Files[p]; !ok {
+		if _, ok := base[p]; ok {
+			// A baseline records content alone.
+			now = fst.Hash
+		}
+	}
+	return now, !unchangedSince(was, now), nil
 }
 
 // excludeChanged reports whether .git/info/exclude differs from the start.

@@ -195,20 +195,26 @@ func growPipe(f *os.File, size int) {
 	}
 }
 
-// capSysAdmin is CAP_SYS_ADMIN, from linux/capability.h.
-const capSysAdmin = 21
+// capSysAdmin is CAP_SYS_ADMIN, capSetPCap CAP_SETPCAP, from
+// linux/capability.h.
+const (
+	capSysAdmin = 21
+	capSetPCap  = 8
+)
 
 // newNamespaces asks for a user and mount namespace for the process: the
 // caller's uid and gid map to themselves (the process keeps its ids), and
 // CAP_SYS_ADMIN of the new user namespace stays an ambient capability past
-// the gate's exec, so that an unprivileged caller's program may mount too.
+// the gate's exec, so that an unprivileged caller's program may mount too;
+// CAP_SETPCAP too, so that it may then empty its bounding set before it
+// runs anything else (the sandbox helper leaves no capability behind).
 func newNamespaces(a *syscall.SysProcAttr) error {
 	a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS
 	uid, gid := os.Getuid(), os.Getgid()
 	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 	a.GidMappingsEnableSetgroups = false
-	a.AmbientCaps = []uintptr{capSysAdmin}
+	a.AmbientCaps = []uintptr{capSysAdmin, capSetPCap}
 	return nil
 }
 

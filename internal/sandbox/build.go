@@ -10,9 +10,12 @@ import (
 	"strings"
 )
 
-// Devices are the device files and directories an agent may write: the
-// bit buckets and the terminal. Missing ones are skipped.
-var Devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts"}
+// Devices are the device files an agent may write: the bit buckets.
+// Missing ones are skipped. No terminal: /dev/pts holds the user's own
+// terminals, whose escape sequences and input a writer controls, and a
+// pseudo-terminal the agent opened through /dev/ptmx lives there too, so
+// it gets none.
+var Devices = []string{"/dev/null", "/dev/zero", "/dev/full"}
 
 // DenyDirs returns the scope.deny patterns that name a plain directory of
 // the work tree (`vendor`, `vendor/`, `vendor/**`: a literal path with no

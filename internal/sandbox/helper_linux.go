@@ -58,6 +58,16 @@ func apply(p Policy, argv []string, stdout io.Writer) error {
 	if err := dropTerminal(); err != nil {
 		return err
 	}
+	if p.ABI > 0 || len(p.ReadOnly) > 0 {
+		// A policy that confines nothing (a probe's, a test's) changes
+		// nothing else either.
+		if err := dropCapabilities(); err != nil {
+			return err
+		}
+	}
+	if err := closeInherited(); err != nil {
+		return err
+	}
 	if p.ABI > 0 {
 		if err := restrict(p.ABI, p.Writable); err != nil {
 			return fmt.Errorf("landlock: %w", err)
@@ -226,6 +236,66 @@ func dropTerminal() error {
 	defer unix.Close(fd)
 	if err := unix.IoctlSetInt(fd, unix.TIOCNOTTY, 0); err != nil {
 		return fmt.Errorf("detach from the controlling terminal: %w", err)
+	}
+	return nil
+}
+
+// dropCapabilities leaves the program no capability, now or after an exec
+// of a root program: the bounding set is emptied, then the permitted,
+// effective and inheritable sets. In its namespace a root agent would keep
+// CAP_SYS_ADMIN there, and mount_setattr(2), which Landlock does not
+// mediate, would clear the read-only flag of the .git bind; outside a
+// namespace root's capabilities load kernel modules, push input into any
+// terminal, and more. A process without CAP_SETPCAP (an ordinary user
+// outside a namespace) holds no capability to drop, and no_new_privs, which
+// Landlock sets, keeps it from gaining one through a program's file
+// capabilities or set-user-ID bit.
+func dropCapabilities() error {
+	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
+		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
+		if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.EPERM) {
+			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
+		}
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("drop the capabilities: %w", err)
+	}
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("read the capabilities: %w", err)
+	}
+	if data[0].Effective|data[0].Permitted|data[1].Effective|data[1].Permitted != 0 {
+		return errors.New("a capability is left after dropping them all")
+	}
+	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
+		if r, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0); err == nil && r == 1 && unix.Getuid() == 0 {
+			// A root program run next would get it back.
+			return fmt.Errorf("capability %d stays in the bounding set of a root agent", c)
+		}
+	}
+	return nil
+}
+
+// closeInherited marks every descriptor but stdin, stdout and stderr
+// close-on-exec, so that none reaches the program: runr's own are already,
+// but one runr inherited without the flag (a descriptor the caller's shell
+// left open, say fd 9 on a file outside the sandbox) would stay open across
+// every exec, writable whatever Landlock says.
+func closeInherited() error {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("list the open descriptors: %w", err)
+	}
+	for _, e := range entries {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd <= 2 {
+			continue
+		}
+		// The directory's own descriptor is gone by now (EBADF).
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil && !errors.Is(err, unix.EBADF) {
+			return fmt.Errorf("close descriptor %d for the program: %w", fd, err)
+		}
 	}
 	return nil
 }

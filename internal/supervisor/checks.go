@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -65,20 +66,53 @@ func (s *Supervisor) review(ctx context.Context) Decision {
 	return s.decide(ctx, Review, f)
 }
 
-// checkpoint records the approved milestone's tree and commits it when
-// asked.
+// checkpoint judges the tree as verify and review left it, then records the
+// approved milestone's tree and commits it when asked. Verify runs the
+// agent's code (its tests, its build scripts), and a process the agent left
+// running goes on writing: what changed since the agent's call is judged
+// like the call's own changes, and the commit holds exactly the tree judged.
 func (s *Supervisor) checkpoint(ctx context.Context) Decision {
 	gctx, cancel := s.gitContext(ctx)
 	defer cancel()
 	var f Facts
-	if err := s.commitMilestone(gctx); err != nil {
-		f.Err, f.At = err, s.reading()
+	for try := 1; ; try++ {
+		f.Guard = s.lookAt(gctx, s.verifyMayWrite)
+		if f.Guard.Err != nil || f.Guard.stops(s.st.Flags.AllowDeps) {
+			break
+		}
+		err := s.commitMilestone(gctx)
+		if errors.Is(err, guard.ErrChangedAfterLook) && try < maxCheckpointLooks {
+			// Written between the look and the commit: look again.
+			continue
+		}
+		if err != nil {
+			f.Err, f.At = err, s.reading()
+		}
+		break
 	}
 	return s.decide(ctx, Checkpoint, f)
 }
 
+// maxCheckpointLooks bounds the looks of one checkpoint: a tree that keeps
+// changing under the guard is not committed.
+const maxCheckpointLooks = 3
+
+// verifyMayWrite reports whether verify may write the changed path p
+// without it counting as a change of the agent's: such paths are left out
+// of the checkpoint's look. Files the repository's ignore rules ignored when
+// the run started are already out of every look, and the coverage profiles
+// verify writes into the work tree are removed once it ends
+// (forgetProfiles), so none is left to look at; nothing else is exempt.
+// Whatever verify is allowed to write is named here; a path named here must
+// also stay out of the commit (untouchedFiles), which holds only what the
+// look judged.
+func (s *Supervisor) verifyMayWrite(p string) bool {
+	return false
+}
+
 // commitMilestone records the milestone's tree, and commits it when
-// checkpoint.commit is on (always in worktree mode).
+// checkpoint.commit is on (always in worktree mode): exactly the tree the
+// last look judged, when the run has a Tracker.
 func (s *Supervisor) commitMilestone(ctx context.Context) error {
 	st := s.st
 	m := s.milestone()
@@ -91,15 +125,21 @@ func (s *Supervisor) commitMilestone(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sha, err := guard.CommitAll(ctx, s.dir, msg, exclude)
+	var judged func(string) string
+	if t, err := s.guardTracker(); err != nil {
+		return err
+	} else if t != nil {
+		judged = t.Judged(ctx, guard.Baseline(st.Baseline))
+	}
+	sha, err := guard.CommitJudged(ctx, s.dir, msg, exclude, judged)
 	if err != nil {
 		return err
 	}
 	m.Commit = sha
 	if sha != "" {
-		// What the commit holds was judged after implement; later
-		// guards judge only commits after it. The baseline stays: the
-		// user's files it records were left out of the commit.
+		// What the commit holds was judged just before; later guards
+		// judge only commits after it. The baseline stays: the user's
+		// files it records were left out of the commit.
 		st.GuardHead = sha
 		s.event(state.CheckpointCommitEvent{SHA: sha, Milestone: st.MilestoneIndex + 1})
 	}

@@ -93,6 +93,14 @@ func Decide(phase Phase, f Facts, run Run, r Rules) Decision {
 		res = d.review(f, run, r)
 	case Checkpoint:
 		res = result{Event: Event{Outcome: Checkpointed}}
+		if g := f.Guard; g != nil {
+			// What verify and review left in the tree, judged before
+			// the commit.
+			if gres, stopped := d.guards(g, run, r); stopped {
+				res = gres
+				break
+			}
+		}
 		if f.Err != nil {
 			res = gitFault(f.Err, f.At, run.Budget)
 		}
@@ -242,7 +250,7 @@ func (d *Decision) guards(g *GuardFacts, run Run, r Rules) (result, bool) {
 		if out, omitted := named(violations, "scope"); len(out) > 0 {
 			msg := fmt.Sprintf("%d changed file(s) outside the scope: %s", len(out)+omitted, listed(out, omitted))
 			if len(g.Meta) > 0 {
-				msg += " (" + guard.RuleGitMetadata + ": git's own config, info and hooks files, which can make git run programs or hide changes, are outside every scope)"
+				msg += " (" + guard.RuleGitMetadata + ": git's own config, info and hooks files, replace refs and the shallow file, which can make git run programs or hide changes, are outside every scope)"
 			}
 			msgs = append(msgs, msg)
 		}
@@ -537,7 +545,8 @@ func (at Reading) cuts(p proc.Result) bool {
 // checkpoint: the time budget's stop when its deadline ended the call (or
 // the signal's, read at the same moment), else a fault.
 func gitFault(err error, at Reading, budget state.Budget) result {
-	if errors.Is(err, context.DeadlineExceeded) {
+	// Canceled: a signal ended a read of the guard's (WithReadStop).
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		if res, cut := interruption(proc.Result{Canceled: true}, at, budget); cut {
 			return res
 		}

@@ -426,7 +426,7 @@ func guardRows() []decideRow {
 			}), baseRun(), verifyOnly,
 			Decision{Event: Event{Outcome: ScopeViolated}, Step: Step{Attempt: state.OutcomeStopped, Stop: stopreasons.GuardViolation},
 				Stop: stopAt(Implement, stopreasons.Stop{Code: stopreasons.GuardViolation, Condition: guard.RuleGitMetadata,
-					Message: `1 changed file(s) outside the scope: ".git/hooks/pre-commit" (git-metadata) (git-metadata: git's own config, info and hooks files, which can make git run programs or hide changes, are outside every scope)`,
+					Message: `1 changed file(s) outside the scope: ".git/hooks/pre-commit" (git-metadata) (git-metadata: git's own config, info and hooks files, replace refs and the shallow file, which can make git run programs or hide changes, are outside every scope)`,
 					Details: &stopreasons.StopDetails{Files: []string{".git/hooks/pre-commit"}, Rules: []string{guard.RuleGitMetadata}}}),
 				Counters: changedTree, Attempt: stopped,
 				Events: evs(state.GuardEvent{Rule: "scope", Files: []string{".git/hooks/pre-commit"}, Rules: []string{guard.RuleGitMetadata}})}},

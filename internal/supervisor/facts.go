@@ -79,6 +79,12 @@ type GuardFacts struct {
 	Committed []string
 }
 
+// stops reports whether the verdicts stop the run (Decide's guards), the
+// lockfiles counting unless allowDeps.
+func (g *GuardFacts) stops(allowDeps bool) bool {
+	return len(g.Meta)+len(g.Scope)+len(g.Protected) > 0 || !allowDeps && len(g.Lockfiles) > 0
+}
+
 // CheckFacts is one verify command's run.
 type CheckFacts struct {
 	Command string

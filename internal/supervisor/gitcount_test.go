@@ -17,8 +17,9 @@ import (
 // TestOneGitProcessPerTick counts the git processes of a run, through a git
 // wrapper first on PATH that logs each call into the log the agent and the
 // verify command mark their ticks in: after the run's start, each implement
-// tick runs one git process, a git status, and verify and checkpoint ticks
-// run none (checkpoint commits aside). Not parallel: it sets PATH.
+// tick runs one git process, a git status, verify ticks run none, and each
+// checkpoint one git status, its look at what verify left (checkpoint
+// commits aside). Not parallel: it sets PATH.
 func TestOneGitProcessPerTick(t *testing.T) {
 	for _, commit := range []bool{false, true} {
 		t.Run(fmt.Sprintf("checkpoint.commit=%v", commit), func(t *testing.T) {
@@ -75,10 +76,12 @@ func TestOneGitProcessPerTick(t *testing.T) {
 				perVerify[tick] = last[:len(last)-1]
 			}
 			for tick, cmds := range perVerify {
+				require.NotEmpty(t, cmds, "the checkpoint after verify tick %s", tick)
+				assert.Equal(t, "status", cmds[0], "the checkpoint's look after verify tick %s", tick)
 				if commit {
-					assert.Contains(t, cmds, "commit", "the checkpoint after verify tick %s", tick)
+					assert.Contains(t, cmds, "commit-tree", "the checkpoint after verify tick %s", tick)
 				} else {
-					assert.Empty(t, cmds, "the verify tick %s and its checkpoint", tick)
+					assert.Equal(t, []string{"status"}, cmds, "the verify tick %s and its checkpoint", tick)
 				}
 			}
 		})

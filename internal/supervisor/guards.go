@@ -13,6 +13,12 @@ import (
 // verdicts on it: git's own files, the scope, the protected files and the
 // lockfiles.
 func (s *Supervisor) lookAtTree(ctx context.Context) *GuardFacts {
+	return s.lookAt(ctx, nil)
+}
+
+// lookAt is lookAtTree, leaving out of every verdict the changed paths
+// skip names (nil: none).
+func (s *Supervisor) lookAt(ctx context.Context, skip func(string) bool) *GuardFacts {
 	st := s.st
 	g := &GuardFacts{}
 	failed := func(err error) *GuardFacts {
@@ -35,6 +41,9 @@ func (s *Supervisor) lookAtTree(ctx context.Context) *GuardFacts {
 	g.Looked, g.Tree, g.Meta, g.Committed = true, hash, meta, committed
 	// The task file is runr's input, read once when the run started: an
 	// agent ticking its boxes is not out of scope.
+	if skip != nil {
+		changed = slices.DeleteFunc(changed, skip)
+	}
 	inScope := slices.DeleteFunc(slices.Clone(changed), func(p string) bool { return p == st.Task.File })
 	if g.Scope, err = guard.CheckScope(inScope, s.cfg.Scope.Allow, s.cfg.Scope.Deny); err != nil {
 		return failed(err)
@@ -61,7 +70,12 @@ func (s *Supervisor) protectedChanges(changed []string, violations []guard.Viola
 	changed = slices.DeleteFunc(slices.Clone(changed), func(p string) bool {
 		return slices.ContainsFunc(violations, func(v guard.Violation) bool { return v.Path == p })
 	})
-	return snap.CheckProtect(changed, s.cfg.Scope.Protect)
+	out, err := snap.CheckProtect(changed, s.cfg.Scope.Protect)
+	if err != nil {
+		return nil, err
+	}
+	runners, err := snap.CheckRunners(changed, s.cfg.Scope.Protect)
+	return append(out, runners...), err
 }
 
 // agentChanges returns the tree's fingerprint and, sorted, every path the

@@ -360,7 +360,7 @@ func (s *Supervisor) checkScopeGlobs() *stop {
 	for _, list := range []struct {
 		key      string
 		patterns []string
-	}{{"scope.allow", s.cfg.Scope.Allow}, {"scope.deny", s.cfg.Scope.Deny}, {"scope.lockfiles", s.cfg.Scope.Lockfiles}} {
+	}{{"scope.allow", s.cfg.Scope.Allow}, {"scope.deny", s.cfg.Scope.Deny}, {"scope.protect", s.cfg.Scope.Protect}, {"scope.lockfiles", s.cfg.Scope.Lockfiles}} {
 		for i, p := range list.patterns {
 			if err := guard.ValidGlob(p); err != nil {
 				return &stop{Stop: stopreasons.Stop{Code: stopreasons.ConfigInvalid, Condition: list.key,

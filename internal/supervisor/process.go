@@ -13,6 +13,7 @@ import (
 
 	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/coverage"
+	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/proc"
 	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
@@ -131,7 +132,7 @@ func (s *Supervisor) gitContext(ctx context.Context) (context.Context, context.C
 	if !s.deadline.IsZero() {
 		base, stopDeadline = context.WithDeadline(base, s.deadline)
 	}
-	gctx, cancelGit := context.WithCancel(base)
+	gctx, cancelGit := context.WithCancel(guard.WithReadStop(base, ctx))
 	cancel := func() { cancelGit(); stopDeadline() }
 	go func() {
 		select {

@@ -45,6 +45,12 @@ func (s *Supervisor) planSandbox(ctx context.Context, tmp string) (sandbox.Plan,
 	if in.Mode == "" || in.Mode == sandbox.ModeOff {
 		return sandbox.Plan{Decision: sandbox.Decision{Mode: sandbox.ModeOff}}, sandbox.Policy{}, nil
 	}
+	if storeInside(s.store.Home, s.dir) {
+		// The sandboxed agent writes the work tree: a store there is its
+		// to rewrite (state.json after the stop, the next call's prompt).
+		return sandbox.Plan{}, sandbox.Policy{}, &stop{Stop: stopreasons.Stop{Code: stopreasons.ConfigInvalid, Condition: "--home",
+			Message: fmt.Sprintf("--home (or RUNR_HOME) %s lies inside the work tree %s, which the sandboxed agent may write; with the sandbox on, keep the run store outside it (the default, in the git directory, is)", s.store.Home, s.dir)}}
+	}
 	helper, err := s.sandboxHelper()
 	if err != nil {
 		return sandbox.Plan{}, sandbox.Policy{}, internalStop(err)
