@@ -180,7 +180,7 @@ var table = []Reason{
 	{
 		Code: ReviewLoopDetected, Title: "Review loop", Family: FamilyReview, ExitCode: 20, Category: CategoryGuardrail,
 		When:      "the review asked for the same changes twice in a row, or max_review_rounds rounds",
-		Diagnosis: `The review of milestone {{.Milestone}} went round {{plural .Value "time"}} (limit {{.Threshold}}): {{.Message}}`,
+		Diagnosis: `The review of milestone {{.Milestone}} went round {{plural .Value "time"}}{{with .Threshold}} (limit {{.}}){{end}}: {{.Message}}`,
 		NextActions: []string{
 			"the agent and the reviewer disagree; read the review notes and settle it in the task",
 			"runr doctor {{.RunID}}",

@@ -461,22 +461,23 @@ func (d *Decision) untested(f Facts, run Run, r Rules) (result, bool) {
 // exit) or ran past verify.timeout judged nothing: a failed attempt, not a
 // request for changes.
 func (d *Decision) review(f Facts, run Run, r Rules) result {
-	if f.Err != nil {
-		if errors.Is(f.Err, proc.ErrNotFound) {
-			return result{Event: Event{Outcome: Fault, Code: stopreasons.EnvironmentInvalid}, stop: &stop{Stop: stopreasons.Stop{Condition: "review.command", Message: f.Err.Error()}}}
-		}
+	if f.Err != nil && !errors.Is(f.Err, proc.ErrNotFound) {
 		return fault(f.Err)
 	}
 	p := f.Process
-	if res, cut := interruption(p, f.At, run.Budget); cut {
+	if res, cut := interruption(p, f.At, run.Budget); cut && f.Err == nil {
 		return res
 	}
 	notes := proc.Tail(p.Tail, feedbackLines)
 	failure := &state.Failure{Tick: run.Tick, Phase: state.PhaseReview, Command: f.Command, ExitCode: p.ExitCode, Tail: notes, Log: f.Log}
 	switch {
-	case p.TimedOut, p.ExitCode != reviewApprove && p.ExitCode != reviewChanges && p.ExitCode != reviewReject:
+	case f.Err != nil, p.TimedOut, p.ExitCode != reviewApprove && p.ExitCode != reviewChanges && p.ExitCode != reviewReject:
 		why := fmt.Sprintf("the review exited %d", p.ExitCode)
 		switch {
+		case f.Err != nil:
+			// Its program went missing after the start, where the
+			// preflight found it.
+			why = "the review could not be run: " + f.Err.Error()
 		case p.TimedOut:
 			why = fmt.Sprintf("the review ran past verify.timeout (%s)", stopreasons.TrimDuration(r.VerifyTimeout))
 		case p.Signal != "":

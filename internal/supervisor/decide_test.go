@@ -722,11 +722,13 @@ func reviewRows() []decideRow {
 			proc.Result{TimedOut: true, ExitCode: -1, Tail: []byte("reviewing...\n")}, "the review ran past verify.timeout (5m)"),
 		row("the review was killed by a signal: failed", proc.Result{ExitCode: -1, Signal: "killed"}, "the review was ended by a signal (killed)"),
 		row("the review exited 3: failed", proc.Result{ExitCode: 3, Tail: []byte("panic\n")}, "the review exited 3"),
-		{"the review program is missing: stop environment_invalid, the attempt left open", Review,
-			Facts{Command: reviewCmd, Log: reviewLog, Now: t0, Err: missing}, baseRun(), verifyReview,
-			Decision{Event: Event{Outcome: Fault, Code: stopreasons.EnvironmentInvalid}, Step: Step{Stop: stopreasons.EnvironmentInvalid},
-				Stop:     stopAt(Review, stopreasons.Stop{Code: stopreasons.EnvironmentInvalid, Condition: "review.command", Message: missing.Error()}),
-				Counters: baseCounters(), Attempt: baseAttempt()}},
+		func() decideRow {
+			// It was there at the start (the preflight refuses one that
+			// is not): a review that could not run judged nothing.
+			r := row("the review program went missing: a failed attempt, retried", proc.Result{}, "the review could not be run: "+missing.Error())
+			r.facts = Facts{Command: reviewCmd, Log: reviewLog, Now: t0, Err: missing}
+			return r
+		}(),
 		{"SIGTERM during the review: stop terminated, the attempt left open", Review,
 			Facts{Command: reviewCmd, Log: reviewLog, Now: t0, Process: proc.Result{Canceled: true, ExitCode: -1}, At: Reading{Signal: &signalStop{code: sigterm, name: termName}}},
 			baseRun(), verifyReview,

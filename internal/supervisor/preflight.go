@@ -35,6 +35,10 @@ func (s *Supervisor) preflight(ctx context.Context) *stop {
 	if sp != nil {
 		return sp
 	}
+	// In the tree the review runs in, a worktree's made by takeBase.
+	if sp := s.checkReviewProgram(); sp != nil {
+		return sp
+	}
 	// The start's reads of the tree are done: the agent's version is asked
 	// for beside the rest of the preflight and the first call.
 	s.startAgentVersion(ctx)
@@ -356,6 +360,22 @@ func (s *Supervisor) existingWatchedFiles() []string {
 // checkScopeGlobs refuses, before the first tick, a scope or lockfile glob
 // that the guards could not use; found only after the agent's first call, it
 // would cost that call.
+// checkReviewProgram refuses, before the agent's first call, a review
+// command whose program is not there: every milestone would fail its
+// review, and the agent's calls be spent for nothing. One that goes
+// missing later fails its attempts (DESIGN §2).
+func (s *Supervisor) checkReviewProgram() *stop {
+	argv := s.cfg.Review.Command
+	if len(argv) == 0 {
+		return nil
+	}
+	if _, err := proc.LookPath(argv[0], s.dir, s.childEnv(state.PhaseReview)); err != nil {
+		return &stop{Stop: stopreasons.Stop{Code: stopreasons.EnvironmentInvalid, Condition: "review.command",
+			Message: fmt.Sprintf("review.command: %v; install it, or fix review.command in runr.yaml", err)}}
+	}
+	return nil
+}
+
 func (s *Supervisor) checkScopeGlobs() *stop {
 	for _, list := range []struct {
 		key      string
