@@ -127,8 +127,9 @@ func kindOf(mode fs.FileMode) string {
 	return "a special file"
 }
 
-// checkNoSymlinkDir returns state_corrupt when dir is a symlink; a missing
-// dir is no error.
+// checkNoSymlinkDir returns state_corrupt when dir is a symlink, or
+// anything else that is not a directory (a FIFO, a file planted where runr
+// keeps logs/); a missing dir is no error.
 func checkNoSymlinkDir(dir string) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
@@ -140,11 +141,16 @@ func checkNoSymlinkDir(dir string) error {
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		return symlinkError(dir)
 	}
+	if !fi.IsDir() {
+		return stopreasons.Errorf(stopreasons.StateCorrupt,
+			"%s is %s, not the directory runr keeps there: remove it (and check what made it)", dir, kindOf(fi.Mode()))
+	}
 	return nil
 }
 
-// checkNotSymlink returns state_corrupt when path exists and is a symlink.
-func checkNotSymlink(path string) error { return checkNoSymlinkDir(path) }
+// checkNotSymlink returns state_corrupt when path exists and is a symlink
+// or anything else that is not a regular file.
+func checkNotSymlink(path string) error { return checkRecordType(path) }
 
 // CheckNoSymlink returns state_corrupt when the store file path, or the
 // directory it is in, is a symlink ("" is fine: no file). A process whose
