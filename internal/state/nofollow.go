@@ -149,8 +149,38 @@ func checkNoSymlinkDir(dir string) error {
 }
 
 // checkNotSymlink returns state_corrupt when path exists and is a symlink
-// or anything else that is not a regular file.
-func checkNotSymlink(path string) error { return checkRecordType(path) }
+// or anything else that is not a regular file, or when a directory between
+// it and the store's runs/ is not a directory of its own (checkRunPath).
+func checkNotSymlink(path string) error {
+	if err := checkRunPath(path); err != nil {
+		return err
+	}
+	return checkRecordType(path)
+}
+
+// checkRunPath checks the directories that hold the store file at path, up
+// to and including runs/ (its run directory, logs/ or prompts/, runs/):
+// each must be a directory, not a symlink. The agent can write in .git: a
+// run directory it swapped for a symlink while the run works would make
+// every later write (state.json, logs, report.md, stop.json) land in the
+// link's target. A path outside any runs/ is checked up to three levels.
+func checkRunPath(path string) error {
+	dir := filepath.Dir(path)
+	for range 4 {
+		if err := checkNoSymlinkDir(dir); err != nil {
+			return err
+		}
+		if filepath.Base(dir) == runsDir {
+			return nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return nil
+		}
+		dir = parent
+	}
+	return nil
+}
 
 // CheckNoSymlink returns state_corrupt when the store file path, or the
 // directory it is in, is a symlink ("" is fine: no file). A process whose
@@ -158,9 +188,6 @@ func checkNotSymlink(path string) error { return checkRecordType(path) }
 func CheckNoSymlink(path string) error {
 	if path == "" {
 		return nil
-	}
-	if err := checkNoSymlinkDir(filepath.Dir(path)); err != nil {
-		return err
 	}
 	return checkNotSymlink(path)
 }
@@ -170,7 +197,7 @@ func CheckNoSymlink(path string) error {
 // symlink there is state_corrupt and its target is left alone.
 func WriteFileNoFollow(path string, data []byte) error {
 	dir := filepath.Dir(path)
-	if err := checkNoSymlinkDir(dir); err != nil {
+	if err := checkRunPath(path); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -193,7 +220,7 @@ func WriteFileNoFollow(path string, data []byte) error {
 // OpenAppendNoFollow opens path (a log) for appending, creating it, without
 // following a symlink at path or at its directory.
 func OpenAppendNoFollow(path string) (*os.File, error) {
-	if err := checkNoSymlinkDir(filepath.Dir(path)); err != nil {
+	if err := checkRunPath(path); err != nil {
 		return nil, err
 	}
 	f, err := openNoFollow(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
@@ -211,4 +238,24 @@ func readFileNoFollow(path string) ([]byte, error) {
 	}
 	defer f.Close()
 	return io.ReadAll(f)
+}
+
+// CheckRunDir returns state_corrupt when the directory of run id, or runs/
+// above it, is no longer a directory of its own: swapped for a symlink (or
+// anything else), or gone, while the run works. A step that failed asks it,
+// so that a store turned away under the run is named as such rather than
+// as the failure it caused.
+func (s *Store) CheckRunDir(id string) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	dir := s.RunDir(id)
+	if err := checkRunPath(filepath.Join(dir, stateFile)); err != nil {
+		return err
+	}
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return stopreasons.Errorf(stopreasons.StateCorrupt,
+			"the run directory %s is gone while the run worked; restore it (and check what moved it)", dir)
+	}
+	return nil
 }
