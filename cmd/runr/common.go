@@ -22,6 +22,10 @@ func repoRoot() (string, error) {
 		return "", stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "cannot read the working directory")
 	}
 	top, err := topLevel(wd)
+	if errors.Is(err, guard.ErrGitMissing) {
+		return "", stopreasons.Errorf(stopreasons.EnvironmentInvalid,
+			"git is not installed or not on PATH; runr needs git: install it and try again")
+	}
 	if err != nil {
 		return "", stopreasons.Errorf(stopreasons.EnvironmentInvalid, "%s is not inside a git repository: runr works on a git checkout (run 'git init' first, or cd into one)", wd)
 	}

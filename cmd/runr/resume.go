@@ -12,6 +12,7 @@ import (
 
 	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/doctor"
 	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/resume"
 	"github.com/runr-dev/runr/internal/state"
@@ -121,6 +122,9 @@ func resumeRun(opts *ResumeOptions) error {
 	io := opts.IO
 	grant, err := parseGrant(opts)
 	if err != nil {
+		return err
+	}
+	if err := doctor.RunEnvProblem(io.Environ); err != nil {
 		return err
 	}
 	store, err := opts.Store()
