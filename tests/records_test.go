@@ -177,6 +177,27 @@ func TestRecordsTamperedRecordsAreNotActedOn(t *testing.T) {
 		}
 	})
 
+	t.Run("repo and worktree", func(t *testing.T) {
+		t.Parallel()
+		repo, runDir := seStoppedRun(t)
+		// Another repository, where an edited state.json would have the
+		// resume run the agent and the verify commands.
+		other := resumeRepo(t, map[string]string{"OTHER.md": "not the run's\n"})
+		for _, c := range []struct{ field, want string }{
+			{"repo", "is a checkout of another repository"},
+			{"worktree", "is not under"},
+		} {
+			data, err := os.ReadFile(filepath.Join(runDir, "state.json"))
+			require.NoError(t, err)
+			seEditState(t, runDir, func(st map[string]any) { st[c.field] = other })
+			code, stdout, stderr := recRunr(t, repo, nil, "resume", filepath.Base(runDir), "--max-iterations", "1", "--quiet")
+			assert.Equal(t, 65, code, "%s %s: %s%s", c.field, other, stdout, stderr)
+			assert.Contains(t, stderr, c.want, c.field)
+			require.NoError(t, os.WriteFile(filepath.Join(runDir, "state.json"), data, 0o644))
+		}
+		assert.NoDirExists(t, filepath.Join(other, ".git", "runr"), "nothing ran in the other repository")
+	})
+
 	t.Run("guard snapshot", func(t *testing.T) {
 		t.Parallel()
 		repo, runDir := seStoppedRun(t)

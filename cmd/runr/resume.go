@@ -158,6 +158,10 @@ func resumeRun(opts *ResumeOptions) error {
 		fmt.Fprintf(io.Out, "Run %s completed: there is nothing to resume.\n", plan.RunID)
 		return nil
 	}
+	if err := checkRecordedRepo(store, plan.State, repo); err != nil {
+		plan.Release()
+		return err
+	}
 	for _, w := range plan.Warnings {
 		fmt.Fprintf(io.Err, "runr: warning: %s\n", termtext.Visible(w))
 	}

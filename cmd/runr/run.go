@@ -296,6 +296,10 @@ func runExisting(opts *RunOptions, store *state.Store, repo string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkRecordedRepo(store, plan.State, repo); err != nil {
+		plan.Release()
+		return err
+	}
 	if plan.Completed {
 		return reportExisting(opts, store, plan.State, "")
 	}

@@ -172,6 +172,9 @@ func planWith(store *state.Store, st *state.State, req Request) (*Plan, error) {
 	// No process holds the run now (we hold its lock, or a dry run found it
 	// free), so a state that says running was left by a runr that died.
 	crashed := st.RunStatus == stopreasons.RunRunning
+	if err := store.CheckRecordedPlaces(st); err != nil {
+		return nil, err
+	}
 	recorded, err := RecordedConfig(store.RunDir(st.RunID))
 	if err != nil {
 		return nil, err

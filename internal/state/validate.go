@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"maps"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -173,4 +174,33 @@ func validBranchName(s string) bool {
 		}
 	}
 	return true
+}
+
+// CheckRecordedPlaces returns state_corrupt when a working directory st
+// records for its checkouts (worktree, parallel.integration,
+// workers[].worktree) lies outside the store's worktree directory of the
+// run (WorktreePath), where runr makes every one of them: a resume runs
+// the agent and the verify commands there, so a path edited into
+// state.json would run them in another directory.
+func (s *Store) CheckRecordedPlaces(st *State) error {
+	base := s.WorktreePath(st.RunID)
+	places := []struct{ field, v string }{{"worktree", st.Worktree}}
+	if st.Parallel != nil {
+		places = append(places, struct{ field, v string }{"parallel.integration", st.Parallel.Integration})
+	}
+	for i, w := range st.Workers {
+		places = append(places, struct{ field, v string }{fmt.Sprintf("workers[%d].worktree", i), w.Worktree})
+	}
+	for _, p := range places {
+		if p.v == "" {
+			continue
+		}
+		rel, err := filepath.Rel(base, p.v)
+		if err != nil || !filepath.IsAbs(p.v) || !(rel == "." || filepath.IsLocal(rel)) {
+			return stopreasons.Errorf(stopreasons.StateCorrupt,
+				"%s: %s %q is not under %s, where runr makes the run's checkouts (left untouched); inspect or remove the run",
+				s.StatePath(st.RunID), p.field, p.v, base)
+		}
+	}
+	return nil
 }
