@@ -183,19 +183,24 @@ func TestRecordsTamperedRecordsAreNotActedOn(t *testing.T) {
 		// Another repository, where an edited state.json would have the
 		// resume run the agent and the verify commands.
 		other := resumeRepo(t, map[string]string{"OTHER.md": "not the run's\n"})
-		for _, c := range []struct{ field, want string }{
-			{"repo", "is a checkout of another repository"},
-			{"worktree", "is not under"},
+		plain := t.TempDir()
+		for _, c := range []struct{ field, where, want string }{
+			{"repo", other, "is not a checkout of the repository"},
+			{"repo", plain, "is not a checkout of the repository"},
+			{"worktree", other, "is not under"},
 		} {
 			data, err := os.ReadFile(filepath.Join(runDir, "state.json"))
 			require.NoError(t, err)
-			seEditState(t, runDir, func(st map[string]any) { st[c.field] = other })
+			seEditState(t, runDir, func(st map[string]any) { st[c.field] = c.where })
 			code, stdout, stderr := recRunr(t, repo, nil, "resume", filepath.Base(runDir), "--max-iterations", "1", "--quiet")
-			assert.Equal(t, 65, code, "%s %s: %s%s", c.field, other, stdout, stderr)
+			assert.Equal(t, 65, code, "%s %s: %s%s", c.field, c.where, stdout, stderr)
 			assert.Contains(t, stderr, c.want, c.field)
 			require.NoError(t, os.WriteFile(filepath.Join(runDir, "state.json"), data, 0o644))
 		}
 		assert.NoDirExists(t, filepath.Join(other, ".git", "runr"), "nothing ran in the other repository")
+		entries, err := os.ReadDir(plain)
+		require.NoError(t, err)
+		assert.Empty(t, entries, "nothing ran in the plain directory")
 	})
 
 	t.Run("guard snapshot", func(t *testing.T) {

@@ -131,22 +131,23 @@ func plural(n int, word string) string {
 // checkRecordedRepo refuses a resume of run st from repo when state.json's
 // repo is a checkout of another repository: a resume runs the agent and
 // the verify commands in the recorded repo, so a path edited into
-// state.json would run them in someone else's checkout. A recorded repo
-// that git does not know (moved, removed) is left to the resume, which
-// fails there on its first git call.
+// state.json would run them in someone else's checkout, or in any
+// directory at all (the run's git calls name the git dir its guard
+// snapshot recorded, so they would still work). A recorded repo that is
+// no checkout git knows (moved, removed, never one) is refused too.
 func checkRecordedRepo(store *state.Store, st *state.State, repo string) error {
 	if st.Repo == "" || filepath.Clean(st.Repo) == filepath.Clean(repo) {
 		return nil
 	}
-	_, recorded, ok := locate(st.Repo)
+	_, here, ok := locate(repo)
 	if !ok {
 		return nil
 	}
-	_, here, ok := locate(repo)
-	if !ok || filepath.Clean(recorded) == filepath.Clean(here) {
+	_, recorded, ok := locate(st.Repo)
+	if ok && filepath.Clean(recorded) == filepath.Clean(here) {
 		return nil
 	}
 	return stopreasons.Errorf(stopreasons.StateCorrupt,
-		"%s: repo %s is a checkout of another repository (git dir %s) than %s (git dir %s), left untouched; resume the run from its own repository, or inspect or remove it",
-		store.StatePath(st.RunID), shownPath(st.Repo), shownPath(recorded), shownPath(repo), shownPath(here))
+		"%s: repo %s is not a checkout of the repository at %s (git dir %s), left untouched; resume the run from its own repository, or inspect or remove it",
+		store.StatePath(st.RunID), shownPath(st.Repo), shownPath(repo), shownPath(here))
 }
