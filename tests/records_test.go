@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runr-dev/runr/internal/config"
 	"github.com/runr-dev/runr/tests/testenv"
 )
 
@@ -201,6 +202,31 @@ func TestRecordsTamperedRecordsAreNotActedOn(t *testing.T) {
 		entries, err := os.ReadDir(plain)
 		require.NoError(t, err)
 		assert.Empty(t, entries, "nothing ran in the plain directory")
+	})
+
+	t.Run("config.json of an older runr", func(t *testing.T) {
+		t.Parallel()
+		// A run whose config.json lacks a section this runr knows (as an
+		// older runr wrote it) resumes, and resumes again: the hash stays
+		// the one of its config.json, not of the settings resolved now.
+		repo, runDir := seStoppedRun(t)
+		path := filepath.Join(runDir, "config.json")
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		var cfg map[string]any
+		require.NoError(t, json.Unmarshal(data, &cfg))
+		require.Contains(t, cfg, "checkpoint")
+		delete(cfg, "checkpoint")
+		data, err = json.Marshal(cfg)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(path, data, 0o644))
+		seEditState(t, runDir, func(st map[string]any) {
+			st["fingerprint"].(map[string]any)["config_hash"] = config.HashRaw(cfg)
+		})
+		for i := 1; i <= 2; i++ {
+			code, stdout, stderr := recRunr(t, repo, nil, "resume", filepath.Base(runDir), "--max-iterations", strconv.Itoa(i), "--quiet")
+			assert.Equal(t, 128, code, "resume %d: %s%s", i, stdout, stderr)
+		}
 	})
 
 	t.Run("guard snapshot", func(t *testing.T) {
