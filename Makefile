@@ -141,13 +141,17 @@ FUZZ_TARGETS := \
 	agents:FuzzClaudeParser agents:FuzzCodexParser agents:FuzzGeminiParser \
 	agents:FuzzOpencodeParser agents:FuzzAiderParser agents:FuzzCommandParser \
 	agents:FuzzQwenParser \
-	agents:FuzzSignalDetector agents:FuzzAiderErrorFilter
+	agents:FuzzSignalDetector agents:FuzzAiderErrorFilter \
+	tests:FuzzStoreDamage
 
+# A target's package is ./internal/<pkg>, or ./tests for the end-to-end
+# ones (FuzzStoreDamage: runr over a damaged run directory).
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
-		pkg=$${t%%:*}; fn=$${t#*:}; \
-		echo "fuzz $$fn ($(FUZZTIME)) in ./internal/$$pkg"; \
-		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) ./internal/$$pkg; \
+		pkg=$${t%%:*}; fn=$${t#*:}; dir=./internal/$$pkg; \
+		if [ "$$pkg" = tests ]; then dir=./tests; fi; \
+		echo "fuzz $$fn ($(FUZZTIME)) in $$dir"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$dir; \
 	done
 
 # The kill -9 campaign at length: SOAK_TRIALS runs of runr killed with

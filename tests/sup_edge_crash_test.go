@@ -37,9 +37,10 @@ func supReadPID(t *testing.T, file string) int {
 	return pid
 }
 
-// A resume whose own start fails (here its timeline cannot be opened)
-// reports that failure, in state.json, stop.json and its exit code, not the
-// stop it set out to resume from.
+// A resume whose own start fails (here its timeline cannot be opened: a
+// directory stands in its place, which is state_corrupt) reports that
+// failure, in state.json, stop.json and its exit code, not the stop it set
+// out to resume from.
 func TestSupEdgeResumeFailureIsItsOwnStop(t *testing.T) {
 	repo := newRepo(t)
 	p := startRunr(t, repo, nil, "run", "--prompt", "work", "--", "fakeagent", "--do", "ready; hang")
@@ -53,12 +54,13 @@ func TestSupEdgeResumeFailureIsItsOwnStop(t *testing.T) {
 	require.NoError(t, os.Mkdir(timeline, 0o755))
 
 	code, stdout, stderr := resRunr(t, repo, nil, "resume", "latest")
-	assert.Equal(t, 69, code, "%s\n%s", stdout, stderr)
+	assert.Equal(t, 65, code, "%s\n%s", stdout, stderr)
+	assert.Contains(t, stdout+stderr, timeline+" is a directory")
 	st := readState(t, repo)
-	assert.Equal(t, "environment_invalid", stopCode(st))
+	assert.Equal(t, "state_corrupt", stopCode(st))
 	b, err := os.ReadFile(filepath.Join(dir, "stop.json"))
 	require.NoError(t, err)
-	assert.Contains(t, string(b), `"environment_invalid"`)
+	assert.Contains(t, string(b), `"state_corrupt"`)
 }
 
 // A call's background child ("sleep 300 &") does not outlive the call,

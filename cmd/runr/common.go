@@ -21,6 +21,10 @@ func repoRoot() (string, error) {
 		return "", stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "cannot read the working directory")
 	}
 	top, err := topLevel(wd)
+	if errors.Is(err, guard.ErrGitMissing) {
+		return "", stopreasons.Errorf(stopreasons.EnvironmentInvalid,
+			"git is not installed or not on PATH; runr needs git: install it and try again")
+	}
 	if err != nil {
 		return "", stopreasons.Errorf(stopreasons.EnvironmentInvalid, "%s is not inside a git repository: runr works on a git checkout (run 'git init' first, or cd into one)", wd)
 	}
@@ -114,4 +118,28 @@ func loadRun(store *state.Store, ref string) (*state.State, error) {
 		return nil, err
 	}
 	return store.Load(id)
+}
+
+// checkRecordedRepo refuses a resume of run st from repo when state.json's
+// repo is a checkout of another repository: a resume runs the agent and
+// the verify commands in the recorded repo, so a path edited into
+// state.json would run them in someone else's checkout, or in any
+// directory at all (the run's git calls name the git dir its guard
+// snapshot recorded, so they would still work). A recorded repo that is
+// no checkout git knows (moved, removed, never one) is refused too.
+func checkRecordedRepo(store *state.Store, st *state.State, repo string) error {
+	if st.Repo == "" || filepath.Clean(st.Repo) == filepath.Clean(repo) {
+		return nil
+	}
+	_, here, ok := locate(repo)
+	if !ok {
+		return nil
+	}
+	_, recorded, ok := locate(st.Repo)
+	if ok && filepath.Clean(recorded) == filepath.Clean(here) {
+		return nil
+	}
+	return stopreasons.Errorf(stopreasons.StateCorrupt,
+		"%s: repo %s is not a checkout of the repository at %s (git dir %s), left untouched; resume the run from its own repository, or inspect or remove it",
+		store.StatePath(st.RunID), shownPath(st.Repo), shownPath(repo), shownPath(here))
 }

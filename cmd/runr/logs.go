@@ -256,7 +256,7 @@ func rawLog(ios *IOStreams, runDir, id string, tick int) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := state.OpenRecord(path)
 	if err != nil {
 		return stopreasons.Wrap(stopreasons.StateCorrupt, err, "open %s", shownPath(path))
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/doctor"
 	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/resume"
 	"github.com/runr-dev/runr/internal/state"
@@ -122,6 +123,9 @@ func resumeRun(opts *ResumeOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := doctor.RunEnvProblem(io.Environ); err != nil {
+		return err
+	}
 	store, err := opts.Store()
 	if err != nil {
 		return err
@@ -152,6 +156,10 @@ func resumeRun(opts *ResumeOptions) error {
 		}
 		fmt.Fprintf(io.Out, "Run %s completed: there is nothing to resume.\n", plan.RunID)
 		return nil
+	}
+	if err := checkRecordedRepo(store, plan.State, repo); err != nil {
+		plan.Release()
+		return err
 	}
 	for _, w := range plan.Warnings {
 		fmt.Fprintf(io.Err, "runr: warning: %s\n", termtext.Visible(w))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/runr-dev/runr/internal/agents"
 	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/doctor"
 	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/initcfg"
 	"github.com/runr-dev/runr/internal/resume"
@@ -193,6 +194,9 @@ it exits 0, or with the code the run would stop with.`,
 
 func runRun(opts *RunOptions) error {
 	io := opts.IO
+	if err := doctor.RunEnvProblem(io.Environ); err != nil {
+		return err
+	}
 	repo, err := opts.RepoRoot()
 	if err != nil {
 		return err
@@ -302,6 +306,10 @@ func runExisting(opts *RunOptions, store *state.Store, repo string) error {
 		}
 	}
 	if err != nil {
+		return err
+	}
+	if err := checkRecordedRepo(store, plan.State, repo); err != nil {
+		plan.Release()
 		return err
 	}
 	if plan.Completed {

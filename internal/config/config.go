@@ -375,9 +375,14 @@ func (c *Config) Limits() stopconditions.Limits {
 // resume.*, notify.* and telemetry.*: a resume may grant more budget, change
 // the retry policy, who is told of a stop or where telemetry goes without
 // that counting as a changed config.
-func (c *Config) Hash() string {
-	rest := make(map[string]any, len(c.Raw))
-	for section, value := range c.Raw {
+func (c *Config) Hash() string { return HashRaw(c.Raw) }
+
+// HashRaw is Hash of settings in Raw's shape, such as a run's config.json
+// read back: the same settings give the same hash whether they were built
+// by Load or decoded from JSON.
+func HashRaw(raw map[string]any) string {
+	rest := make(map[string]any, len(raw))
+	for section, value := range raw {
 		if section == "budget" || section == "resume" || section == "notify" || section == "telemetry" {
 			continue
 		}

@@ -34,7 +34,8 @@ type Check struct {
 	Sandbox *sandbox.Plan `json:"sandbox,omitempty"`
 }
 
-// Names of the checks, in the order CheckEnvironment makes them.
+// Names of the checks, in the order CheckEnvironment makes them
+// (CheckRunEnv first).
 const (
 	CheckGit           = "git repository"
 	CheckStore         = "run store writable"
@@ -99,6 +100,11 @@ func CheckEnvironment(ctx context.Context, o EnvOptions) []Check {
 		checks = append(checks, c)
 	}
 
+	if err := RunEnvProblem(o.Environ); err != nil {
+		add(Check{Name: CheckRunEnv, Detail: err.Error()})
+	} else {
+		add(Check{Name: CheckRunEnv, OK: true})
+	}
 	root, gitCheck := checkGit(ctx, o.Dir)
 	add(gitCheck)
 

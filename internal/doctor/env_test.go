@@ -102,7 +102,7 @@ func TestEnvironmentAllPass(t *testing.T) {
 	for _, c := range checks {
 		names = append(names, c.Name)
 	}
-	assert.Equal(t, []string{CheckGit, CheckStore, CheckConfig, CheckAgent, CheckCredentials, CheckVerify, CheckSandbox,
+	assert.Equal(t, []string{CheckRunEnv, CheckGit, CheckStore, CheckConfig, CheckAgent, CheckCredentials, CheckVerify, CheckSandbox,
 		CheckStaleLocks, CheckDeadClaims, CheckLeftoverTemps, CheckWorktrees}, names)
 
 	assert.Equal(t, filepath.Join(canonical(dir), ".git", "runr"), canonical(find(t, checks, CheckStore).Detail))

@@ -92,15 +92,31 @@ func Alive(pid int, startTime uint64) bool {
 }
 
 // StopRecorded stops the group of a process recorded by an earlier runr
-// (crash recovery), but only if that very process is still alive. It reports
-// whether it stopped anything.
-func StopRecorded(p Proc, grace time.Duration) (bool, error) {
+// (crash recovery), but only if that very process is still alive and is
+// what runr starts. The record comes from state.json, which anyone who
+// can write the repository can edit, so it is checked, not believed: the
+// pid started at the recorded time; runr starts every process as the
+// leader of its own group, so the pgid is the pid and the pid is in that
+// group now; it is neither init's group nor runr's own; and, where the
+// system shows another process's environment (Linux), it carries tags
+// (the run's RUNR_RUN_ID...). A record that fails any of these is left
+// alone. It reports whether it stopped anything.
+func StopRecorded(p Proc, grace time.Duration, tags ...string) (bool, error) {
 	if !Alive(p.PID, p.StartTime) {
 		return false, nil
 	}
 	pgid := p.PGID
 	if pgid == 0 {
 		pgid = p.PID
+	}
+	if pgid != p.PID || pgid <= 1 || pgid == os.Getpid() || pgid == syscall.Getpgrp() {
+		return false, nil
+	}
+	if now, err := syscall.Getpgid(p.PID); err != nil || now != pgid {
+		return false, nil
+	}
+	if !startedByRunr(p.PID, tags) {
+		return false, nil
 	}
 	if err := StopGroup(pgid, grace); err != nil {
 		return true, fmt.Errorf("stop recorded process %d: %w", p.PID, err)

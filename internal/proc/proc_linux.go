@@ -160,6 +160,10 @@ func tagged(tags []string) []int {
 	return out
 }
 
+// startedByRunr reports whether live process pid carries tags, the
+// variables runr gives every process of a run.
+func startedByRunr(pid int, tags []string) bool { return carries(pid, tags) }
+
 // carries reports whether live process pid has every one of tags in its
 // environment.
 func carries(pid int, tags []string) bool {

@@ -2,6 +2,7 @@ package proc
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -416,7 +417,14 @@ func TestRunLargeOutputStaysBounded(t *testing.T) {
 // the background.
 func startGroup(t *testing.T, script string) (*exec.Cmd, <-chan struct{}) {
 	t.Helper()
+	return startGroupEnv(t, script)
+}
+
+// startGroupEnv is startGroup with env added to the script's environment.
+func startGroupEnv(t *testing.T, script string, env ...string) (*exec.Cmd, <-chan struct{}) {
+	t.Helper()
 	cmd := exec.Command("sh", "-c", script)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, cmd.Start())
 	reaped := make(chan struct{})
@@ -444,22 +452,55 @@ func TestStopGroup(t *testing.T) {
 	assert.NoError(t, StopGroup(pgid, time.Second), "an empty group is already stopped")
 }
 
+// The record StopRecorded acts on comes from state.json, which can be
+// edited: each way it can name a process runr did not start is refused.
 func TestStopRecorded(t *testing.T) {
-	cmd, reaped := startGroup(t, `sleep 60`)
+	tag := fmt.Sprintf("RUNR_RUN_ID=stop-recorded-%d", os.Getpid())
+	// The tag is in the environment the process starts with, as runr
+	// gives it, not set by a shell that has yet to exec.
+	cmd, reaped := startGroupEnv(t, `exec sleep 60`, tag)
 	pid := cmd.Process.Pid
 	start, err := ProcStartTime(pid)
 	require.NoError(t, err)
-
-	stopped, err := StopRecorded(Proc{PID: pid, PGID: pid, StartTime: start + 1}, time.Second)
+	other, _ := startGroup(t, `exec sleep 60`)
+	otherStart, err := ProcStartTime(other.Process.Pid)
 	require.NoError(t, err)
-	assert.False(t, stopped, "a pid with another start time is another process")
-	assert.True(t, pidAlive(pid))
+	initStart, _ := ProcStartTime(1)
 
-	stopped, err = StopRecorded(Proc{PID: pid, PGID: pid, StartTime: start}, time.Second)
+	for _, c := range []struct {
+		why string
+		p   Proc
+	}{
+		{"a pid with another start time is another process", Proc{PID: pid, PGID: pid, StartTime: start + 1}},
+		{"a group that is not the pid's own", Proc{PID: pid, PGID: syscall.Getpgrp(), StartTime: start}},
+		{"a group the pid is not in", Proc{PID: pid, PGID: other.Process.Pid, StartTime: start}},
+		{"init and its group", Proc{PID: 1, PGID: 1, StartTime: initStart}},
+		{"runr itself", Proc{PID: os.Getpid(), PGID: syscall.Getpgrp(), StartTime: mustStart(t, os.Getpid())}},
+	} {
+		stopped, err := StopRecorded(c.p, time.Second, tag)
+		require.NoError(t, err, c.why)
+		assert.False(t, stopped, c.why)
+	}
+	assert.True(t, pidAlive(pid))
+	if runtime.GOOS == "linux" {
+		stopped, err := StopRecorded(Proc{PID: other.Process.Pid, PGID: other.Process.Pid, StartTime: otherStart}, time.Second, tag)
+		require.NoError(t, err)
+		assert.False(t, stopped, "a group leader that does not carry the run's tag is not the run's")
+		assert.True(t, pidAlive(other.Process.Pid))
+	}
+
+	stopped, err := StopRecorded(Proc{PID: pid, PGID: pid, StartTime: start}, time.Second, tag)
 	require.NoError(t, err)
 	assert.True(t, stopped)
 	<-reaped
 	assert.False(t, GroupAlive(pid))
+}
+
+func mustStart(t *testing.T, pid int) uint64 {
+	t.Helper()
+	s, err := ProcStartTime(pid)
+	require.NoError(t, err)
+	return s
 }
 
 func TestAliveAndProcStartTime(t *testing.T) {

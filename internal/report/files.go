@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -105,7 +104,7 @@ func logTail(runDir, rel string) (string, error) {
 	if !filepath.IsLocal(rel) {
 		return "", fmt.Errorf("%s: log path leaves the run directory, not read", rel)
 	}
-	f, err := os.Open(filepath.Join(runDir, rel))
+	f, err := state.OpenRecord(filepath.Join(runDir, rel))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("%s: missing; the output tail comes from state.json", rel)

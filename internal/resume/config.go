@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/runr-dev/runr/internal/config"
+	"github.com/runr-dev/runr/internal/state"
 	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
@@ -17,7 +17,7 @@ import (
 // with; nil when the run has none.
 func RecordedConfig(runDir string) (map[string]any, error) {
 	path := filepath.Join(runDir, "config.json")
-	data, err := os.ReadFile(path)
+	data, err := state.ReadRecord(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -171,8 +172,14 @@ func planWith(store *state.Store, st *state.State, req Request) (*Plan, error) {
 	// No process holds the run now (we hold its lock, or a dry run found it
 	// free), so a state that says running was left by a runr that died.
 	crashed := st.RunStatus == stopreasons.RunRunning
+	if err := store.CheckRecordedPlaces(st); err != nil {
+		return nil, err
+	}
 	recorded, err := RecordedConfig(store.RunDir(st.RunID))
 	if err != nil {
+		return nil, err
+	}
+	if err := checkRecordedConfig(store, st, recorded); err != nil {
 		return nil, err
 	}
 	cfg, changed, err := LoadConfig(recorded, st.Flags.Settings, req.Config)
@@ -441,4 +448,22 @@ func msText(ms int64) string {
 
 func money(f float64) string {
 	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// checkRecordedConfig compares config.json with the config hash state.json
+// recorded: config.json holds the verify commands and the agent's argv a
+// resume runs, so one that is not what the run started with (planted or
+// damaged) is state_corrupt, never acted on. A run without a recorded hash
+// (an older runr's) has nothing to compare with.
+func checkRecordedConfig(store *state.Store, st *state.State, recorded map[string]any) error {
+	if recorded == nil || st.Fingerprint.ConfigHash == "" {
+		return nil
+	}
+	if got := config.HashRaw(recorded); got != st.Fingerprint.ConfigHash {
+		path := filepath.Join(store.RunDir(st.RunID), "config.json")
+		return stopreasons.Errorf(stopreasons.StateCorrupt,
+			"%s is not the config run %s recorded (sha256 %s in state.json's fingerprint.config_hash, %s found); runr does not run its settings: restore it or remove the run",
+			path, st.RunID, st.Fingerprint.ConfigHash, got)
+	}
+	return nil
 }

@@ -74,7 +74,7 @@ func TestSaveEncodingMatchesTheState(t *testing.T) {
 		{"edges", func() { p.Edges = map[string]int{"verify->implement": 1} }, func() { p.Edges = nil }},
 		{"review_rounds", func() { p.ReviewRounds = 1 }, func() { p.ReviewRounds = 0 }},
 		{"tree_hash", func() { p.TreeHash = "hash" }, func() { p.TreeHash = "" }},
-		{"commit", func() { p.Commit = "c0ffee" }, func() { p.Commit = "" }},
+		{"commit", func() { p.Commit = "c0ffee0000000000000000000000000000000000" }, func() { p.Commit = "" }},
 		{"earlier_attempts", func() { p.Earlier = &EarlierAttempts{Count: 1} }, func() { p.Earlier = nil }},
 		{"status", func() { p.Status = MilestoneInProgress }, func() { p.Status = MilestonePending }},
 	} {

@@ -70,7 +70,12 @@ func newLock(id, path string) (*Lock, error) {
 	// descriptors are close-on-exec (os.OpenFile's O_CLOEXEC), so no agent
 	// process inherits the lock and keeps a dead runr's run "running"; and
 	// O_NOFOLLOW, so a symlink planted in its place is never written through.
-	fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW), flock.SetPermissions(0o644))
+	// A FIFO or a directory in its place is refused before: flock opens
+	// by path, and openLockInfo checks that what it locked is a regular file.
+	if err := checkRecordType(path); err != nil {
+		return nil, wrapIO(err, "lock run %s", id)
+	}
+	fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW|syscall.O_NONBLOCK), flock.SetPermissions(0o644))
 	ok, err := tryLock(fl)
 	if err != nil {
 		if isSymlinkErr(err) {
@@ -206,32 +211,26 @@ func (s *Store) Locked(id string) (bool, LockInfo, error) {
 		return false, LockInfo{}, err
 	}
 	path := s.lockPath(id)
-	if fi, err := os.Lstat(path); err != nil {
-		if os.IsNotExist(err) {
-			return false, LockInfo{}, nil
-		}
-		return false, LockInfo{}, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "check lock %s", path)
-	} else if fi.Mode()&fs.ModeSymlink != 0 {
-		return false, LockInfo{}, symlinkError(path)
-	}
-	// Opened without O_CREATE so a probe never creates a lock file (in a
-	// run directory that was removed meanwhile, for instance).
-	fl := flock.New(path, flock.SetFlag(os.O_RDONLY|syscall.O_NOFOLLOW))
-	ok, err := fl.TryRLock()
+	// Opened by OpenRecord, so a probe never creates a lock file (in a run
+	// directory that was removed meanwhile, for instance), and a FIFO or a
+	// symlink in its place is state_corrupt rather than a wait.
+	f, err := OpenRecord(path)
 	if err != nil {
-		if os.IsNotExist(err) {
+		if errors.Is(err, fs.ErrNotExist) {
 			return false, LockInfo{}, nil
 		}
-		if isSymlinkErr(err) {
-			return false, LockInfo{}, symlinkError(path)
-		}
+		return false, LockInfo{}, wrapIO(err, "check lock %s", path)
+	}
+	defer f.Close()
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return true, readLockInfo(path), nil
+	}
+	if err != nil {
 		return false, LockInfo{}, stopreasons.Wrap(stopreasons.EnvironmentInvalid, err, "check lock %s", path)
 	}
-	if ok {
-		if err := fl.Unlock(); err != nil {
-			return false, LockInfo{}, stopreasons.Wrap(stopreasons.InternalError, err, "release lock %s", path)
-		}
-		return false, LockInfo{}, nil
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_UN); err != nil {
+		return false, LockInfo{}, stopreasons.Wrap(stopreasons.InternalError, err, "release lock %s", path)
 	}
-	return true, readLockInfo(path), nil
+	return false, LockInfo{}, nil
 }

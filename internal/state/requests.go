@@ -115,7 +115,7 @@ func (s *Store) Claims() ([]Claim, error) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
-		data, err := os.ReadFile(path)
+		data, err := readFileNoFollow(path)
 		if err != nil {
 			return nil, stopreasons.Wrap(stopreasons.StateCorrupt, err, "cannot read claim %s", path)
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"time"
 
@@ -52,12 +51,8 @@ func (s *Store) Summary(id string) (*Summary, error) {
 		return nil, err
 	}
 	path := s.StatePath(id)
-	f, err := openNoFollow(path, os.O_RDONLY, 0)
+	f, err := OpenRecord(path)
 	if err == nil {
-		var fi os.FileInfo
-		if fi, err = f.Stat(); err == nil && !fi.Mode().IsRegular() {
-			err = fmt.Errorf("%s is not a regular file", path)
-		}
 		defer f.Close()
 	}
 	if err != nil {

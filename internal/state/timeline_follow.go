@@ -6,7 +6,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"syscall"
 )
 
 // followChunk is how much of a growing timeline one read takes.
@@ -45,7 +44,7 @@ func (t *TimelineFollower) Close() error {
 // handed over again.
 func (t *TimelineFollower) Poll(fn func(Event) error) error {
 	if t.f == nil {
-		f, err := os.OpenFile(t.path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		f, err := OpenRecord(t.path)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}

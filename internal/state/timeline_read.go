@@ -7,8 +7,6 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"os"
-	"syscall"
 	"time"
 
 	"github.com/runr-dev/runr/internal/stopreasons"
@@ -65,10 +63,10 @@ type TimelineReader struct {
 
 // OpenTimelineReader opens the timeline at path for reading. A line longer
 // than maxLine bytes is skipped with ErrLineTooLong rather than held
-// (maxLine 0: no bound). The error is os.OpenFile's, so a missing file is
-// fs.ErrNotExist; a symlink is not followed (syscall.ELOOP).
+// (maxLine 0: no bound). It is opened by OpenRecord: a missing file is
+// fs.ErrNotExist; a symlink, a FIFO or a directory is state_corrupt.
 func OpenTimelineReader(path string, maxLine int) (*TimelineReader, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := OpenRecord(path)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"maps"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -45,6 +46,9 @@ func (st *State) impossible() string {
 		}
 	}
 	if why := st.parallelImpossible(); why != "" {
+		return why
+	}
+	if why := st.badGitNames(); why != "" {
 		return why
 	}
 	type count struct {
@@ -105,4 +109,98 @@ func (st *State) impossible() string {
 		return fmt.Sprintf("usage.cost_usd %g is negative", st.Usage.CostUSD)
 	}
 	return st.Usage.impossibleUsage()
+}
+
+// badGitNames names the first object or branch name of st that git could
+// take for something else. These are handed to git as arguments: a
+// guard_head of "--output=FILE" would make git write FILE. runr writes
+// only full object ids (40 or 64 hex digits) and branch names of its own.
+func (st *State) badGitNames() string {
+	objects := []struct{ field, v string }{
+		{"guard_head", st.GuardHead},
+		{"fingerprint.git_head", st.Fingerprint.GitHead},
+	}
+	for i, m := range st.Milestones {
+		objects = append(objects, struct{ field, v string }{fmt.Sprintf("milestones[%d].commit", i), m.Commit})
+	}
+	if st.Parallel != nil {
+		objects = append(objects, struct{ field, v string }{"parallel.base", st.Parallel.Base})
+	}
+	for _, o := range objects {
+		if o.v != "" && !ValidObjectName(o.v) {
+			return fmt.Sprintf("%s %q is not a git object id", o.field, o.v)
+		}
+	}
+	branches := []struct{ field, v string }{{"branch", st.Branch}}
+	if st.Parallel != nil {
+		branches = append(branches, struct{ field, v string }{"parallel.branch", st.Parallel.Branch})
+	}
+	for i, w := range st.Workers {
+		branches = append(branches, struct{ field, v string }{fmt.Sprintf("workers[%d].branch", i), w.Branch})
+	}
+	for _, b := range branches {
+		if b.v != "" && !validBranchName(b.v) {
+			return fmt.Sprintf("%s %q is not a branch name runr writes", b.field, b.v)
+		}
+	}
+	return ""
+}
+
+// ValidObjectName reports whether s is a full git object id: 40 (SHA-1)
+// or 64 (SHA-256) lower-case hex digits, as git rev-parse prints them.
+func ValidObjectName(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// validBranchName reports whether s can be a branch name and never an
+// option or a revision expression: no leading '-', none of the characters
+// git refuses in a ref or reads as revision syntax, no "..", no "@{".
+func validBranchName(s string) bool {
+	if s == "" || len(s) > 255 || s[0] == '-' || s[0] == '/' || strings.HasSuffix(s, "/") ||
+		strings.HasSuffix(s, ".lock") || strings.Contains(s, "..") || strings.Contains(s, "@{") || strings.Contains(s, "//") {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if c <= ' ' || c == 0x7f || strings.IndexByte("~^:?*[\\", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckRecordedPlaces returns state_corrupt when a working directory st
+// records for its checkouts (worktree, parallel.integration,
+// workers[].worktree) lies outside the store's worktree directory of the
+// run (WorktreePath), where runr makes every one of them: a resume runs
+// the agent and the verify commands there, so a path edited into
+// state.json would run them in another directory.
+func (s *Store) CheckRecordedPlaces(st *State) error {
+	base := s.WorktreePath(st.RunID)
+	places := []struct{ field, v string }{{"worktree", st.Worktree}}
+	if st.Parallel != nil {
+		places = append(places, struct{ field, v string }{"parallel.integration", st.Parallel.Integration})
+	}
+	for i, w := range st.Workers {
+		places = append(places, struct{ field, v string }{fmt.Sprintf("workers[%d].worktree", i), w.Worktree})
+	}
+	for _, p := range places {
+		if p.v == "" {
+			continue
+		}
+		rel, err := filepath.Rel(base, p.v)
+		if err != nil || !filepath.IsAbs(p.v) || !(rel == "." || filepath.IsLocal(rel)) {
+			return stopreasons.Errorf(stopreasons.StateCorrupt,
+				"%s: %s %q is not under %s, where runr makes the run's checkouts (left untouched); inspect or remove the run",
+				s.StatePath(st.RunID), p.field, p.v, base)
+		}
+	}
+	return nil
 }

@@ -74,6 +74,14 @@ func (s *Supervisor) decide(ctx context.Context, phase Phase, f Facts) Decision 
 			d = Decide(phase, f, run, r)
 		}
 	}
+	// And whether the run's own directory in the store is still its own:
+	// swapped for a symlink, every write of the run would land elsewhere.
+	if d.Event.Outcome == Fault {
+		if err := s.store.CheckRunDir(s.st.RunID); err != nil {
+			f.StoreDamaged = err
+			d = Decide(phase, f, run, r)
+		}
+	}
 	return d
 }
 

@@ -130,6 +130,11 @@ func Decide(phase Phase, f Facts, run Run, r Rules) Decision {
 	if f.DirGone {
 		res = lostDir(res, run)
 	}
+	if f.StoreDamaged != nil && res.Outcome == Fault {
+		// Whatever the step failed on, it failed because the run's record
+		// was taken from under it: that is the stop.
+		res = fault(f.StoreDamaged)
+	}
 	d.follow(phase, res, run, r)
 	return d
 }

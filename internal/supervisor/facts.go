@@ -51,6 +51,9 @@ type Facts struct {
 	Now time.Time
 	// DirGone: the run's working directory is gone (a deleted worktree).
 	DirGone bool
+	// StoreDamaged: the run's own directory in the store was swapped or
+	// removed under the run (state.Store.CheckRunDir); nil when it is whole.
+	StoreDamaged error
 }
 
 // Reading is the run's signal and time budget as read at one moment.

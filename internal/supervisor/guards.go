@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"path/filepath"
 	"slices"
 
 	"github.com/runr-dev/runr/internal/guard"
+	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
 // lookAtTree reads the tree after the call and gathers the guards'
@@ -196,7 +198,10 @@ func (s *Supervisor) guardSnapshot() (*guard.Snapshot, error) {
 			return nil, err
 		}
 		if s.snap, err = guard.DecodeSnapshot(data); err != nil {
-			return nil, err
+			// The snapshot is what the guards judge the run against: a
+			// damaged one is the run's record damaged, not a guard failure.
+			return nil, stopreasons.Wrap(stopreasons.StateCorrupt, err, "%s",
+				filepath.Join(s.store.RunDir(s.st.RunID), snapshotFile))
 		}
 		s.snap.Pin(s.dir)
 	}

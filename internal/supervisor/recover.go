@@ -39,7 +39,7 @@ func (s *Supervisor) RecoverCrash(st *state.State) (bool, error) {
 		tl.Append(st.Tick, st.Phase, ev)
 	}
 	if p := st.AgentProcess; p != nil {
-		stopped, err = proc.StopRecorded(proc.Proc{PID: p.PID, PGID: p.PGID, StartTime: p.StartTime}, s.cfg.Agent.KillGrace)
+		stopped, err = proc.StopRecorded(proc.Proc{PID: p.PID, PGID: p.PGID, StartTime: p.StartTime}, s.cfg.Agent.KillGrace, s.processTags(st)...)
 		if err != nil {
 			return stopped, stopreasons.Wrap(stopreasons.InternalError, err,
 				"stop the agent process group left by the crashed runr of run %s", st.RunID)

@@ -455,9 +455,11 @@ func TestCrashRecoveryStopsTheRecordedGroup(t *testing.T) {
 	r := newRun(t, "Do it.")
 	r.agent(`echo "RUNR_STATUS: done"`)
 	st := r.start()
-	// A process of a crashed runr, recorded in state.json and still alive.
+	// A process of a crashed runr, recorded in state.json and still alive,
+	// with the run's id in its environment as runr gives every process.
 	cmd := exec.Command("sleep", "30")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = append(os.Environ(), "RUNR_RUN_ID="+st.RunID)
 	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()

@@ -3,7 +3,6 @@ package watch
 import (
 	"encoding/json"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -24,7 +23,7 @@ func recordedRules(runDir string) stopconditions.Rules {
 	var cfg struct {
 		Stop map[string]any `json:"stop"`
 	}
-	f, err := os.Open(filepath.Join(runDir, "config.json"))
+	f, err := state.OpenRecord(filepath.Join(runDir, "config.json"))
 	if err != nil {
 		return stopconditions.DefaultRules()
 	}

@@ -256,7 +256,7 @@ func activityText(ev state.Event) string {
 // workerSlots counts the worker slots of a parallel run's state.json
 // (DESIGN §11), which state.State does not read; 0 for a sequential run.
 func workerSlots(path string) int {
-	data, err := os.ReadFile(path)
+	data, err := state.ReadRecord(path)
 	if err != nil {
 		return 0
 	}
