@@ -41,11 +41,17 @@ type Source struct {
 	WorkTree string   // absolute
 	Dir      string   // the run's coverage directory, absolute; "" for none
 	Patterns []string // verify.coverage.profiles
+	// Keep names the work tree's files that are not runr's to remove or
+	// read, whatever the globs match: those that were there when the run
+	// started (a tracked file, a person's own). Only what the run made is
+	// a profile. nil keeps nothing.
+	Keep func(rel string) bool
 }
 
 // Clear removes the profiles a verify run could find, so that a stale one
 // never counts: it empties the coverage directory and removes the regular
-// files and links in the work tree that the globs match.
+// files and links in the work tree that the globs match, but those Keep
+// names.
 func (s Source) Clear() error {
 	if s.Dir != "" {
 		if err := os.RemoveAll(s.Dir); err != nil {
@@ -83,7 +89,11 @@ func (s Source) workTreeMatches(root *os.Root, globs []string) []string {
 			continue
 		}
 		m, _ := doublestar.Glob(root.FS(), g, doublestar.WithNoFollow(), doublestar.WithFilesOnly())
-		out = append(out, m...)
+		for _, rel := range m {
+			if s.Keep == nil || !s.Keep(rel) {
+				out = append(out, rel)
+			}
+		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out)

@@ -40,7 +40,13 @@ func CoverageEnv(runDir string) (string, error) {
 
 // profiles are where the verify commands write their coverage profiles.
 func (s *Supervisor) profiles() coverage.Source {
-	return coverage.Source{WorkTree: s.dir, Dir: s.coverageDir(), Patterns: s.cfg.Verify.Coverage.Profiles}
+	src := coverage.Source{WorkTree: s.dir, Dir: s.coverageDir(), Patterns: s.cfg.Verify.Coverage.Profiles}
+	if s.snap != nil {
+		// A file that was there when the run started is the person's,
+		// whatever its name: never removed, never read as a profile.
+		src.Keep = s.snap.Existed
+	}
+	return src
 }
 
 // objectName is what a git object id read back from state.json must look
