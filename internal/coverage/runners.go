@@ -25,6 +25,10 @@ const (
 // say: which runners were recognised, and how many tests each ran.
 type Tests struct {
 	Ran map[string]int
+	// Partial: part of the output was not read (its log kept only its head
+	// and tail, or it was longer than what is scanned), so a runner's
+	// summary of tests that ran may be in what was left out.
+	Partial bool
 }
 
 // Recognised lists the runners whose summaries were found, in name order.
@@ -38,9 +42,10 @@ func (t Tests) Recognised() []string {
 }
 
 // NoneRan reports whether runners were recognised and every one of them
-// reported that no test ran.
+// reported that no test ran, in the whole output: output read in part
+// cannot tell that none ran.
 func (t Tests) NoneRan() bool {
-	if len(t.Ran) == 0 {
+	if len(t.Ran) == 0 || t.Partial {
 		return false
 	}
 	for _, n := range t.Ran {

@@ -132,17 +132,29 @@ const maxSummaryScan = 16 << 20
 // step's log (every command's output, read as a stream from at most its
 // last 16 MiB), or in the commands' tails when the log cannot be read.
 func countTests(logPath string, checks []CheckFacts) coverage.Tests {
+	// A log that kept only its head and tail (agent.log_cap) lacks what
+	// its middle said.
+	capped := false
+	for _, c := range checks {
+		capped = capped || c.Process.LogOmitted > 0
+	}
 	if f, err := os.OpenFile(logPath, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0); err == nil {
 		defer f.Close()
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			partial := capped
 			if fi.Size() > maxSummaryScan {
 				_, _ = f.Seek(fi.Size()-maxSummaryScan, io.SeekStart)
+				partial = true
 			}
-			return coverage.CountTestsIn(f)
+			t := coverage.CountTestsIn(f)
+			t.Partial = partial
+			return t
 		}
 	}
+	// Only the commands' tails, which hold a short output whole.
 	t := coverage.Tests{Ran: map[string]int{}}
 	for _, c := range checks {
+		t.Partial = t.Partial || c.Process.Bytes > int64(len(c.Process.Tail))
 		for runner, n := range coverage.CountTests(c.Process.Tail).Ran {
 			t.Ran[runner] += n
 		}
