@@ -6,7 +6,6 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -282,8 +281,7 @@ func csvRecord(r state.ReportRow) []string {
 		costPer = v.String()
 	}
 	if v := r.TokensPerApproved; v != nil {
-		// A mean of whole tokens: a tenth is all the precision it has.
-		tokensPer = strconv.FormatFloat(math.Round(*v*10)/10, 'f', -1, 64)
+		tokensPer = strconv.FormatFloat(*v, 'f', -1, 64)
 	}
 	i := strconv.Itoa
 	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }

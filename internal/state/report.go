@@ -339,7 +339,9 @@ func (r *ReportRow) finish() {
 	if r.Approved > 0 {
 		n := float64(r.Approved)
 		first, cost := Rate(float64(r.firstAttempt)/n), r.CostUSD/USD(n)
-		tokens := float64(r.InputTokens+r.CacheReadTokens+r.CacheWriteTokens+r.OutputTokens) / n
+		// A mean of whole tokens: a tenth is all the precision it has, in
+		// every format.
+		tokens := math.Round(float64(r.InputTokens+r.CacheReadTokens+r.CacheWriteTokens+r.OutputTokens)/n*10) / 10
 		r.FirstAttemptRate, r.CostPerApprovedUSD, r.TokensPerApproved = &first, &cost, &tokens
 	}
 }

@@ -339,3 +339,25 @@ func TestStopDetailsBounded(t *testing.T) {
 	assert.Len(t, shown, MaxDetailFiles)
 	assert.Equal(t, 150, rest)
 }
+
+// With more files than a stop lists, no stash command is offered, and no
+// hint points at one.
+func TestNoStashAdviceForFilesLeftOut(t *testing.T) {
+	for _, tc := range []struct {
+		code      Code
+		condition string
+	}{{DirtyWorktree, ""}, {GuardViolation, "protect"}, {GuardViolation, "scope.deny"}} {
+		d := Details{RunID: "r1", Condition: tc.condition, Files: []string{"a.go"}, FilesOmitted: 150}
+		acts := MustLookup(tc.code).Actions(d)
+		for _, a := range acts {
+			assert.NotContains(t, a, "stash below", "%s %s", tc.code, tc.condition)
+			assert.False(t, strings.HasPrefix(a, "git stash"), "%s %s: %s", tc.code, tc.condition, a)
+		}
+		d.FilesOmitted, d.Stash = 0, []string{"a.go"}
+		var stash bool
+		for _, a := range MustLookup(tc.code).Actions(d) {
+			stash = stash || strings.HasPrefix(a, "git stash push")
+		}
+		assert.True(t, stash, "%s %s: the listed files' stash is offered", tc.code, tc.condition)
+	}
+}

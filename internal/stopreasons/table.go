@@ -65,7 +65,7 @@ var table = []Reason{
 		When:      "a changed file is outside scope.allow or inside scope.deny, or a file that existed at the start and matches scope.protect was modified, deleted or renamed",
 		Diagnosis: `{{if eq .Condition "protect"}}The agent modified, deleted or renamed {{plural (count .Files .FilesOmitted) "protected file"}} that existed when the run started (scope.protect): {{files .Files .FilesOmitted}}.{{else}}The agent changed {{plural (count .Files .FilesOmitted) "file"}} outside its scope ({{.Condition}}): {{files .Files .FilesOmitted}}.{{end}}`,
 		NextActions: []string{
-			"{{if eq .Condition \"protect\"}}restore the protected files (the stash below), or remove their glob from scope.protect (--protect) in runr.yaml if the change is wanted{{else}}revert the out-of-scope changes, or widen scope.allow / narrow scope.deny in runr.yaml{{end}}",
+			"{{if eq .Condition \"protect\"}}restore the protected files ({{if .FilesOmitted}}more than listed here: git status names them all{{else}}the stash below{{end}}), or remove their glob from scope.protect (--protect) in runr.yaml if the change is wanted{{else}}revert the out-of-scope changes, or widen scope.allow / narrow scope.deny in runr.yaml{{end}}",
 			"git stash push --include-untracked -- {{shellJoin .Stash}}",
 			"runr resume {{.RunID}}",
 		},
@@ -84,7 +84,7 @@ var table = []Reason{
 		When:      "uncommitted changes before the run, without --allow-dirty",
 		Diagnosis: `The checkout had {{plural (count .Files .FilesOmitted) "uncommitted change"}} before the run started: {{files .Files .FilesOmitted}}.`,
 		NextActions: []string{
-			"commit or stash your changes, or run with --allow-dirty (or --worktree to leave this checkout alone); the stash below keeps the task and config files",
+			"commit or stash your changes, or run with --allow-dirty (or --worktree to leave this checkout alone){{if .FilesOmitted}}; there are more than listed here: git status names them all{{else}}; the stash below keeps the task and config files{{end}}",
 			"git stash push --include-untracked -- {{shellJoin .Stash}}",
 			"runr resume {{.RunID}}",
 		},
