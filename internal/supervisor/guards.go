@@ -2,10 +2,15 @@ package supervisor
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 
 	"github.com/runr-dev/runr/internal/guard"
 	"github.com/runr-dev/runr/internal/stopreasons"
@@ -46,6 +51,7 @@ func (s *Supervisor) lookAt(ctx context.Context, skip func(string) bool) *GuardF
 	if skip != nil {
 		changed = slices.DeleteFunc(changed, skip)
 	}
+	changed = slices.DeleteFunc(changed, s.ownAsResumed)
 	inScope := slices.DeleteFunc(slices.Clone(changed), func(p string) bool { return p == st.Task.File })
 	if g.Scope, err = guard.CheckScope(inScope, s.cfg.Scope.Allow, s.cfg.Scope.Deny); err != nil {
 		return failed(err)
@@ -206,4 +212,52 @@ func (s *Supervisor) guardSnapshot() (*guard.Snapshot, error) {
 		s.snap.Pin(s.dir)
 	}
 	return s.snap, nil
+}
+
+// maxOwnFile is the most of a task or config file that is read for its
+// digest: far beyond any runr.yaml.
+const maxOwnFile = 4 << 20
+
+// ownDigests are the digests of runr's own files (ownFiles) in the work
+// tree as they are now; a file that cannot be read as a regular file has
+// none.
+func (s *Supervisor) ownDigests() map[string]string {
+	out := map[string]string{}
+	for _, p := range s.ownFiles() {
+		if d, ok := fileDigest(filepath.Join(s.dir, p)); ok {
+			out[p] = d
+		}
+	}
+	return out
+}
+
+// ownAsResumed reports whether changed path p is one of runr's own files
+// as the resume found it: the person edited it between the stop and the
+// resume, and the resume took the edit. An agent's later change of it is
+// judged as any other.
+func (s *Supervisor) ownAsResumed(p string) bool {
+	want, ok := s.resumedOwn[p]
+	if !ok {
+		return false
+	}
+	got, ok := fileDigest(filepath.Join(s.dir, p))
+	return ok && got == want
+}
+
+// fileDigest is the SHA-256 of a regular file's content, read without
+// following a link or waiting on a FIFO the agent may have put there.
+func fileDigest(path string) (string, bool) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxOwnFile {
+		return "", false
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.LimitReader(f, maxOwnFile)); err != nil {
+		return "", false
+	}
+	return hex.EncodeToString(h.Sum(nil)), true
 }

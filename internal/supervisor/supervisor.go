@@ -102,6 +102,10 @@ type Supervisor struct {
 	store   *state.Store
 	st      *state.State
 	dir     string // where the agent works: the checkout or the run's worktree
+	// resumedOwn are runr's own files (ownFiles) as a resume found them,
+	// by digest: the person's edit of runr.yaml that the resume took (with
+	// --force) is not the agent's change. Empty for a new run.
+	resumedOwn map[string]string
 	adapter agents.Adapter
 	program string // the agent program as found on PATH
 	tl      *state.Timeline
@@ -259,6 +263,7 @@ func (s *Supervisor) Continue(ctx context.Context, st *state.State) (*state.Stat
 	if st.Worktree != "" {
 		s.dir = st.Worktree
 	}
+	s.resumedOwn = s.ownDigests()
 	// A run that switched to a fallback agent goes on with it.
 	if st.AgentIndex > 0 {
 		s.useAgent(st.AgentIndex)
