@@ -97,20 +97,21 @@ type MilestoneNotifier interface {
 
 // Supervisor runs one run.
 type Supervisor struct {
-	o     Options
-	cfg   *config.Config
-	store *state.Store
-	st    *state.State
-	dir   string // where the agent works: the checkout or the run's worktree
+	o       Options
+	cfg     *config.Config
+	store   *state.Store
+	st      *state.State
+	dir     string // where the agent works: the checkout or the run's worktree
+	adapter agents.Adapter
+	program string // the agent program as found on PATH
+	tl      *state.Timeline
+	log     *zap.Logger
+	lock    *state.Lock
+
 	// resumedOwn are runr's own files (ownFiles) as a resume found them,
 	// by digest: the person's edit of runr.yaml that the resume took (with
 	// --force) is not the agent's change. Empty for a new run.
 	resumedOwn map[string]string
-	adapter    agents.Adapter
-	program    string // the agent program as found on PATH
-	tl         *state.Timeline
-	log        *zap.Logger
-	lock       *state.Lock
 
 	started    time.Time // when this invocation started working on the run
 	baseMS     int64     // elapsed_ms before this invocation
