@@ -163,7 +163,7 @@ SOAK_TRIALS ?= 1000
 SOAK_PARALLEL_TRIALS ?= 300
 
 soak:
-	RUNR_SOAK=1 RUNR_SOAK_TRIALS=$(SOAK_TRIALS) RUNR_SOAK_PARALLEL_TRIALS=$(SOAK_PARALLEL_TRIALS) $(GO) test -count=1 -v -timeout 0 -run '^TestSoakKill9$$|^TestSoakParallelKill9$$' ./tests
+	RUNR_SOAK=1 RUNR_SOAK_TRIALS=$(SOAK_TRIALS) RUNR_SOAK_PARALLEL_TRIALS=$(SOAK_PARALLEL_TRIALS) $(GO) test -count=1 -v -timeout 0 -run '^TestSoakKill9$$|^TestSoakParallelKill9$$|^TestKill9NeverCorruptsState$$' ./tests
 
 # The release archives for linux and darwin on amd64 and arm64, with
 # checksums, built locally into dist/ without publishing anything. GoReleaser
