@@ -90,7 +90,7 @@ func TestRecordsPlantedFIFOsNeverHoldRunr(t *testing.T) {
 						assert.Contains(t, stdout, id)
 						assert.Contains(t, stdout, "unreadable")
 					case "report":
-						assert.Contains(t, stderr, "1 run(s) unreadable and left out")
+						assert.Contains(t, stderr, "1 run unreadable and left out")
 					}
 				}
 			}

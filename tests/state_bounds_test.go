@@ -192,7 +192,7 @@ func TestStopDetailsListAtMost100Files(t *testing.T) {
 	assert.Len(t, d.Rules, listed)
 	assert.Equal(t, files-listed, d.FilesOmitted)
 	assert.NotNil(t, d.Committed)
-	assert.Contains(t, st.StopReason.Message, fmt.Sprintf("%d changed file(s) outside the scope", files))
+	assert.Contains(t, st.StopReason.Message, fmt.Sprintf("%d changed files outside the scope", files))
 	assert.Contains(t, st.StopReason.Message, more)
 	assert.Equal(t, listed, strings.Count(st.StopReason.Message, ".txt"), "the message names the listed files only")
 

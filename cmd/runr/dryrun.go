@@ -239,7 +239,7 @@ func (r planRows) parallel(pp *supervisor.PlanParallel) {
 	}
 	r.row("integrate", "branch %s, in %s, from %s", pp.Branch, shownPath(pp.Integration), base)
 	r.row("", "each approved milestone is merged there and verified on the merged tree, one at a time;")
-	r.row("", "one that fails to merge goes back to a worker, at most %d time(s) (parallel.max_requeues)", pp.MaxRequeues)
+	r.row("", "one that fails to merge goes back to a worker, at most %s (parallel.max_requeues)", stopreasons.Plural(pp.MaxRequeues, "time"))
 	for i, g := range pp.Groups {
 		key := ""
 		if i == 0 {

@@ -294,7 +294,7 @@ func (l *liveLine) drawWorkers() {
 	}
 	l.fresh = false
 	l.actMu.Unlock()
-	lines := []string{fmt.Sprintf("run %s · %d worker(s) at work · %s", termtext.VisibleLine(l.last.RunID), len(keys),
+	lines := []string{fmt.Sprintf("run %s · %s at work · %s", termtext.VisibleLine(l.last.RunID), stopreasons.Plural(len(keys), "worker"),
 		stopreasons.Duration(time.Since(l.since)))}
 	for _, k := range keys {
 		w := l.workers[k]

@@ -171,7 +171,7 @@ func workerLogs(opts *LogsOptions, st *state.State, runDir string) error {
 		return stopreasons.Errorf(stopreasons.UsageError, "--worker %d: run %s is not a parallel run (runr run --parallel N)", opts.Worker, st.RunID)
 	}
 	if opts.Worker > st.Parallel.Workers {
-		return stopreasons.Errorf(stopreasons.UsageError, "--worker %d: run %s has %d worker(s)", opts.Worker, st.RunID, st.Parallel.Workers)
+		return stopreasons.Errorf(stopreasons.UsageError, "--worker %d: run %s has %s", opts.Worker, st.RunID, stopreasons.Plural(st.Parallel.Workers, "worker"))
 	}
 	home := filepath.Join(runDir, "workers", fmt.Sprintf("w%d", opts.Worker))
 	var ids []string

@@ -74,7 +74,7 @@ func printParallel(w io.Writer, st *state.State) {
 			merged++
 		}
 	}
-	fmt.Fprintf(w, "  integration branch %s: %d of %d milestone(s) merged and verified\n", branch, merged, len(st.Milestones))
+	fmt.Fprintf(w, "  integration branch %s: %d of %s merged and verified\n", branch, merged, stopreasons.Plural(len(st.Milestones), "milestone"))
 	if st.StopReason != nil && st.StopReason.Code == stopreasons.Complete {
 		fmt.Fprintf(w, "  take the result: git merge %s\n", branch)
 	} else if st.Worktree != "" {

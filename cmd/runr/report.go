@@ -133,7 +133,7 @@ func reportRun(opts *ReportOptions) error {
 		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.RunID, b.RunID))
 	})
 	if unreadable > 0 {
-		fmt.Fprintf(opts.IO.Err, "runr report: %d run(s) unreadable and left out (runr status lists them)\n", unreadable)
+		fmt.Fprintf(opts.IO.Err, "runr report: %s unreadable and left out (runr status lists them)\n", stopreasons.Plural(unreadable, "run"))
 	}
 	rep := state.BuildReport(sums, opts.By)
 	if !since.IsZero() {

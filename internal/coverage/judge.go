@@ -102,7 +102,7 @@ func (v Verdict) Feedback(minChanged float64) string {
 		b.WriteString("Changed lines that no verify command ran:\n")
 		for i, u := range v.Uncovered {
 			if i == stopreasons.MaxUncovered {
-				fmt.Fprintf(&b, "  ... and %d more file(s)\n", len(v.Uncovered)-i)
+				fmt.Fprintf(&b, "  ... and %s\n", stopreasons.Count(len(v.Uncovered)-i, "more file", "more files"))
 				break
 			}
 			fmt.Fprintf(&b, "  %s: lines %s\n", u.File, u.Lines)

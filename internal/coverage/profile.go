@@ -18,6 +18,7 @@ import (
 	"syscall"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
 // Limits on what is read of profiles: a verify command, and so the agent,
@@ -151,7 +152,7 @@ func (s Source) Read(changed Changed) Report {
 		r.Profiles++
 	}
 	if m.outside > 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("the profiles name %d file(s) outside the work tree; they were not counted", m.outside))
+		r.Notes = append(r.Notes, fmt.Sprintf("the profiles name %s outside the work tree; they were not counted", stopreasons.Plural(m.outside, "file")))
 	}
 	return r
 }

@@ -137,7 +137,7 @@ func TestUntrustedProfiles(t *testing.T) {
 		{"FIFO", func(t *testing.T, p string) { require.NoError(t, syscall.Mkfifo(p, 0o600)) }, "is not a regular file", false},
 		{"names files outside the work tree", func(t *testing.T, p string) {
 			write(t, p, "TN:\nSF:/etc/calc.go\nDA:1,1\nend_of_record\nSF:../calc.go\nDA:2,1\nend_of_record\n")
-		}, "name 2 file(s) outside the work tree", true},
+		}, "name 2 files outside the work tree", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

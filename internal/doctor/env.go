@@ -330,7 +330,7 @@ func checkStaleLocks(s *state.Store) Check {
 			problems = append(problems, fmt.Sprintf("run %s says running but no runr process holds it (crashed); continue it with `runr resume %s`", id, id))
 		}
 	}
-	return verdictOf(c, problems, fmt.Sprintf("%d run(s), none stale", len(ids)))
+	return verdictOf(c, problems, fmt.Sprintf("%s, none stale", stopreasons.Plural(len(ids), "run")))
 }
 
 func checkDeadClaims(s *state.Store) Check {
@@ -352,7 +352,7 @@ func checkDeadClaims(s *state.Store) Check {
 			problems = append(problems, fmt.Sprintf("%s: run %s is not live; remove the file", path, cl.RunID))
 		}
 	}
-	return verdictOf(c, problems, fmt.Sprintf("%d claim(s), all live", len(claims)))
+	return verdictOf(c, problems, fmt.Sprintf("%s, all live", stopreasons.Plural(len(claims), "claim")))
 }
 
 func checkLeftoverTemps(s *state.Store) Check {
@@ -363,8 +363,8 @@ func checkLeftoverTemps(s *state.Store) Check {
 		return c
 	}
 	if len(temps) > 0 {
-		c.Detail = fmt.Sprintf("%d file(s) from interrupted writes, safe to remove once no runr works on their run: %s",
-			len(temps), strings.Join(temps, ", "))
+		c.Detail = fmt.Sprintf("%s from interrupted writes, safe to remove once no runr works on their run: %s",
+			stopreasons.Plural(len(temps), "file"), strings.Join(temps, ", "))
 		return c
 	}
 	c.OK, c.Detail = true, "none"
@@ -413,7 +413,7 @@ func checkWorktrees(ctx context.Context, s *state.Store, root string) Check {
 			problems = append(problems, fmt.Sprintf("%s: not a worktree git knows (`git worktree list`); remove the directory, then `git worktree prune`", path))
 		}
 	}
-	return verdictOf(c, problems, fmt.Sprintf("%d worktree(s), all belong to runs", len(entries)))
+	return verdictOf(c, problems, fmt.Sprintf("%s, all belong to runs", stopreasons.Plural(len(entries), "worktree")))
 }
 
 func verdictOf(c Check, problems []string, okDetail string) Check {

@@ -206,8 +206,8 @@ func (c *coordinator) check() *stopreasons.Stop {
 		d := *sp.Details
 		d.Unapproved = failed
 		sp.Details, sp.Condition = &d, stopconditions.RuleFinishedFailed
-		sp.Message = fmt.Sprintf("the run finished with %d of %d milestone(s) failed (last: %s); the others are merged on %s",
-			failed, len(c.st.Milestones), sp.Message, c.branch)
+		sp.Message = fmt.Sprintf("the run finished with %d of %s failed (last: %s); the others are merged on %s",
+			failed, stopreasons.Plural(len(c.st.Milestones), "milestone"), sp.Message, c.branch)
 		return &sp
 	}
 	return &stopreasons.Stop{Code: stopreasons.Complete, Condition: stopconditions.RuleMilestones,

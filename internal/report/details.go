@@ -1,7 +1,6 @@
 package report
 
 import (
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -71,7 +70,7 @@ func details(st *state.State, r *Report) stopreasons.Details {
 			d.Uncovered = append(d.Uncovered, stopreasons.ShowPaths([]string{f.File})+" lines "+f.Lines)
 		}
 		if u.UncoveredMore > 0 {
-			d.Uncovered = append(d.Uncovered, fmt.Sprintf("and %d more file(s)", u.UncoveredMore))
+			d.Uncovered = append(d.Uncovered, "and "+stopreasons.Count(u.UncoveredMore, "more file", "more files"))
 		}
 	}
 	if f := st.LastFailure; f != nil {

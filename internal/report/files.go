@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runr-dev/runr/internal/state"
+	"github.com/runr-dev/runr/internal/stopreasons"
 )
 
 const timelineFile = "timeline.jsonl"
@@ -93,7 +94,7 @@ func scanTimeline(path string, onAttempt func(tick int, a state.AttemptEvent)) (
 		sum.LastTS = &lastTS
 	}
 	if len(bad) > 0 {
-		warns = append(warns, fmt.Sprintf("%s: %d damaged line(s) ignored (first: line %d)", timelineFile, len(bad), bad[0]))
+		warns = append(warns, fmt.Sprintf("%s: %s ignored (first: line %d)", timelineFile, stopreasons.Plural(len(bad), "damaged line"), bad[0]))
 	}
 	return sum, warns
 }

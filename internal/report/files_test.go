@@ -36,6 +36,6 @@ func TestScanTimelineDamage(t *testing.T) {
 	assert.Equal(t, time.Date(2026, 11, 21, 23, 0, 17, 5e8, time.UTC), *sum.LastTS)
 	assert.Equal(t, []string{
 		"timeline.jsonl: last line truncated, ignored",
-		"timeline.jsonl: 1 damaged line(s) ignored (first: line 2)",
+		"timeline.jsonl: 1 damaged line ignored (first: line 2)",
 	}, warns, "a line over the bound is damage, not held in memory")
 }

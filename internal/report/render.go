@@ -178,7 +178,7 @@ func (r *Report) WriteText(w io.Writer, useColor bool) error {
 		line("")
 		line("%s", p.head.Sprint("Milestones"))
 		for _, m := range r.Milestones {
-			line("  %2d. %-11s %d attempt(s)%s  %s", m.Number, m.Status, m.Attempts,
+			line("  %2d. %-11s %s%s  %s", m.Number, m.Status, stopreasons.Plural(m.Attempts, "attempt"),
 				bracket(outcomeSummary(m.Outcomes)), m.Goal)
 		}
 	}
@@ -271,7 +271,7 @@ func (r *Report) writeEvidence(line func(string, ...any), p palette) {
 		if t.LastType != "" {
 			last = fmt.Sprintf(", last: %s at tick %d", t.LastType, t.LastTick)
 		}
-		line("  Timeline: %d event(s)%s", t.Events, last)
+		line("  Timeline: %s%s", stopreasons.Plural(int(t.Events), "event"), last)
 	}
 }
 

@@ -539,7 +539,7 @@ func TestEvidence(t *testing.T) {
 		rep := diagnose(t, r)
 		assert.EqualValues(t, 2, rep.Evidence.Timeline.Events)
 		assert.Equal(t, "run_completed", rep.Evidence.Timeline.LastType)
-		assert.Equal(t, []string{"timeline.jsonl: 1 damaged line(s) ignored (first: line 2)"}, rep.Warnings)
+		assert.Equal(t, []string{"timeline.jsonl: 1 damaged line ignored (first: line 2)"}, rep.Warnings)
 	})
 
 	t.Run("cost budget grants --max-cost", func(t *testing.T) {

@@ -152,7 +152,7 @@ func (r *Report) mdEvidence(line mdLine) {
 			}
 		}
 		for _, s := range ev.Signatures {
-			line("- signature `%s`: %d time(s), ticks %d-%d", mdCode(s.Signature), s.Count, s.FirstTick, s.LastTick)
+			line("- signature `%s`: %s, ticks %d-%d", mdCode(s.Signature), stopreasons.Plural(s.Count, "time"), s.FirstTick, s.LastTick)
 		}
 		if len(ev.Files) > 0 {
 			line("- files: %s", mdCell(stopreasons.ShowFiles(ev.Files, ev.FilesOmitted)))

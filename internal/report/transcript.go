@@ -383,6 +383,6 @@ func (t *Transcript) untested(d state.UntestedEvent) {
 		t.printf("  not run: %s lines %s\n", line(u.File), line(u.Lines))
 	}
 	if d.UncoveredMore > 0 {
-		t.printf("  not run: %d more file(s)\n", d.UncoveredMore)
+		t.printf("  not run: %s\n", stopreasons.Count(d.UncoveredMore, "more file", "more files"))
 	}
 }

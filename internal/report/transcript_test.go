@@ -236,7 +236,7 @@ tick 2 · milestone 1/1 "one" · verify
   verify passed but ran 3 of 8 changed executable lines (37.5%, verify.coverage.min_changed 80%)
   not run: calc/twice.go lines 8-12
   not run: evil\x1b[2J.go lines 1
-  not run: 3 more file(s)
+  not run: 3 more files
 
 tick 4 · milestone 1/1 "one" · verify
   verify passed but ran no test (verify.require_tests)

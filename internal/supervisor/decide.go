@@ -251,14 +251,14 @@ func (d *Decision) guards(g *GuardFacts, run Run, r Rules) (result, bool) {
 			return out, omitted
 		}
 		if out, omitted := named(violations, "scope"); len(out) > 0 {
-			msg := fmt.Sprintf("%d changed file(s) outside the scope: %s", len(out)+omitted, listed(out, omitted))
+			msg := fmt.Sprintf("%s outside the scope: %s", stopreasons.Plural(len(out)+omitted, "changed file"), listed(out, omitted))
 			if len(g.Meta) > 0 {
 				msg += " (" + guard.RuleGitMetadata + ": git's own config, info and hooks files, replace refs and the shallow file, which can make git run programs or hide changes, are outside every scope)"
 			}
 			msgs = append(msgs, msg)
 		}
 		if out, omitted := named(g.Protected, stopreasons.RuleProtect); len(out) > 0 {
-			msgs = append(msgs, fmt.Sprintf("%d protected file(s) changed: %s; %s", len(out)+omitted, listed(out, omitted), stopreasons.ProtectAdvice))
+			msgs = append(msgs, fmt.Sprintf("%s changed: %s; %s", stopreasons.Plural(len(out)+omitted, "protected file"), listed(out, omitted), stopreasons.ProtectAdvice))
 		}
 		return result{Event: Event{Outcome: ScopeViolated}, stop: &stop{Stop: stopreasons.Stop{Condition: strings.Join(ruleNames, ", "),
 			Message: strings.Join(msgs, "; "),

@@ -262,7 +262,7 @@ func (d *dryRun) tree(ctx context.Context) (string, *stop) {
 	if len(dirty) == 0 {
 		d.ok("working tree", "no uncommitted changes")
 	} else {
-		d.ok("working tree", fmt.Sprintf("%d uncommitted change(s), allowed by --allow-dirty", len(dirty)))
+		d.ok("working tree", fmt.Sprintf("%s, allowed by --allow-dirty", stopreasons.Plural(len(dirty), "uncommitted change")))
 	}
 	return "", nil
 }
@@ -277,7 +277,7 @@ func (d *dryRun) programs(context.Context) (string, *stop) {
 	case 0:
 		d.ok("programs", "no program to look up (verify commands left to the shell, or none)")
 	default:
-		d.ok("programs", fmt.Sprintf("%d program(s) of the verify commands and scripts found", len(found)))
+		d.ok("programs", fmt.Sprintf("%s of the verify commands and scripts found", stopreasons.Plural(len(found), "program")))
 	}
 	return "", nil
 }

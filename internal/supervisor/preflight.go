@@ -168,7 +168,7 @@ func (s *Supervisor) dirtyStop(changes []guard.Change) ([]string, *stop) {
 	}
 	if len(dirty) > 0 && !s.st.Flags.AllowDirty {
 		return dirty, &stop{Stop: stopreasons.Stop{Code: stopreasons.DirtyWorktree, Condition: "allow_dirty",
-			Message: fmt.Sprintf("%d uncommitted change(s) before the run", len(dirty)),
+			Message: fmt.Sprintf("%s before the run", stopreasons.Plural(len(dirty), "uncommitted change")),
 			Details: &stopreasons.StopDetails{Files: dirty}}}
 	}
 	return dirty, nil
