@@ -108,6 +108,12 @@ func logsRun(opts *LogsOptions) error {
 	if opts.Worker > 0 {
 		return workerLogs(opts, st, runDir)
 	}
+	if p := st.Parallel; p != nil && p.Workers > 1 && (opts.Tick > 0 || opts.Raw) {
+		// A parallel run's ticks, and its agents' output, are its
+		// workers': its own timeline holds only the merges.
+		return stopreasons.Errorf(stopreasons.UsageError, "run %s is a parallel run: its ticks and its agents' output are its workers'; name one: runr logs %s --worker K (1 to %d) with --tick or --raw",
+			st.RunID, st.RunID, p.Workers)
+	}
 	if opts.Raw {
 		return rawLog(opts.IO, runDir, st.RunID, opts.Tick)
 	}
