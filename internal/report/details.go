@@ -62,16 +62,7 @@ func details(st *state.State, r *Report) stopreasons.Details {
 	}
 	d.Other, d.Command, d.Signature, d.LimitKind = sd.Other, sd.Command, sd.Signature, sd.LimitKind
 	if u := sd.Untested; u != nil {
-		d.UntestedKind, d.MinChanged = u.Kind, percentOf(u.MinChanged)
-		if u.Covered != nil {
-			d.Covered = percentOf(*u.Covered)
-		}
-		for _, f := range u.Uncovered {
-			d.Uncovered = append(d.Uncovered, stopreasons.ShowPaths([]string{f.File})+" lines "+f.Lines)
-		}
-		if u.UncoveredMore > 0 {
-			d.Uncovered = append(d.Uncovered, "and "+stopreasons.Count(u.UncoveredMore, "more file", "more files"))
-		}
+		untestedDetails(&d, u)
 	}
 	if f := st.LastFailure; f != nil {
 		if d.Command == "" {
@@ -136,6 +127,21 @@ func details(st *state.State, r *Report) stopreasons.Details {
 		}
 	}
 	return d
+}
+
+// untestedDetails fills the fields of a changes_not_tested stop: the kind,
+// the figures as percentages, and each file with the lines not run.
+func untestedDetails(d *stopreasons.Details, u *stopreasons.Untested) {
+	d.UntestedKind, d.MinChanged = u.Kind, percentOf(u.MinChanged)
+	if u.Covered != nil {
+		d.Covered = percentOf(*u.Covered)
+	}
+	for _, f := range u.Uncovered {
+		d.Uncovered = append(d.Uncovered, stopreasons.ShowPaths([]string{f.File})+" lines "+f.Lines)
+	}
+	if u.UncoveredMore > 0 {
+		d.Uncovered = append(d.Uncovered, "and "+stopreasons.Count(u.UncoveredMore, "more file", "more files"))
+	}
 }
 
 // tokenBudget reports whether the spent budget was tokens rather than USD.
